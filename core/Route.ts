@@ -1,0 +1,104 @@
+/**
+ * Schema-declared HTTP routes: the unit of HTTP a plugin contributes to its listener.
+ *
+ * A `Route` carries its method, path (`@effect/platform` HttpRouter syntax: `:param`, `*`),
+ * optional `body` / `query` / `params` Schemas and documented responses. The kernel compiles the
+ * routes of a listener into one `HttpRouter`, decodes requests with the Schemas (invalid input
+ * never reaches the handler), renders errors, and derives the listener's OpenAPI document from
+ * the same declarations.
+ *
+ * Handler results: an `HttpServerResponse` is sent as is; any other value is sent as JSON 200.
+ * Handler failures: a `Respondable` error (see `HttpError`) renders itself; an error whose
+ * Schema class carries an `HttpApiSchema` status annotation is sent as its encoded JSON with that
+ * status; anything else is logged and answered 500 `{error}` without internals.
+ */
+import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import type { Effect } from "effect"
+import { Schema } from "effect"
+
+/** HTTP methods a route may declare. */
+export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE" | "HEAD" | "OPTIONS"
+
+/** Where a request failed its Schema (or JSON parsing, for `json`). */
+export type InvalidLocation = "body" | "query" | "path" | "json"
+
+/** One validation problem in FastAPI/OpenAPI style: `loc` starts with the location. */
+export interface ValidationIssue {
+  readonly loc: ReadonlyArray<string | number>
+  readonly msg: string
+  readonly type: string
+}
+
+/** A request refused before the handler ran. `issues` is empty for unparsable JSON. */
+export interface InvalidRequest {
+  readonly location: InvalidLocation
+  readonly message: string
+  readonly issues: ReadonlyArray<ValidationIssue>
+  readonly request: HttpServerRequest.HttpServerRequest
+}
+
+/** What a handler receives: decoded parts plus the raw request (headers, remote address, stream). */
+export interface RouteRequest<B, Q, P> {
+  readonly body: B
+  readonly query: Q
+  readonly params: P
+  readonly request: HttpServerRequest.HttpServerRequest
+}
+
+/** Documentation of one response status, for the OpenAPI document. */
+export interface ResponseDoc {
+  readonly description: string
+  readonly schema?: Schema.Schema.Any
+  /** Defaults to `application/json`. */
+  readonly contentType?: string
+}
+
+/** The declaration a plugin writes; `Route.make` fills in defaults. */
+export interface RouteSpec<B, Q, P> {
+  readonly method: Method
+  readonly path: string
+  readonly summary?: string
+  readonly description?: string
+  readonly tags?: ReadonlyArray<string>
+  /** JSON request body. Without it the body is left unread for the handler. */
+  readonly body?: Schema.Schema<B, any>
+  readonly query?: Schema.Schema<Q, any>
+  readonly params?: Schema.Schema<P, any>
+  readonly responses?: Readonly<Record<number, ResponseDoc>>
+  /** OpenAPI security requirement names (e.g. `["bearer"]`); documentation only. */
+  readonly security?: ReadonlyArray<string>
+  /** Extra OpenAPI operation members (e.g. `x-` extensions). */
+  readonly openapi?: Readonly<Record<string, unknown>>
+  /** Response for a request that fails decoding; default 422 `{error, detail: ValidationIssue[]}` (400 for bad JSON). */
+  readonly onInvalid?: (invalid: InvalidRequest) => HttpServerResponse.HttpServerResponse
+  readonly handler: (req: RouteRequest<B, Q, P>) => Effect.Effect<unknown, unknown, never>
+}
+
+/** A route as registered: the spec plus the contributing plugin's name. */
+export interface Route<B = any, Q = any, P = any> extends RouteSpec<B, Q, P> {
+  readonly _tag: "Route"
+}
+
+/** Declares a route. Types of `body`/`query`/`params` flow into the handler. */
+export const make = <B = undefined, Q = Record<string, string>, P = Record<string, string>>(
+  spec: RouteSpec<B, Q, P>
+): Route<B, Q, P> => ({ _tag: "Route", ...spec })
+
+/** Default rendering of a refused request: 400 for unparsable JSON, 422 with issues otherwise. */
+export const defaultInvalid = (invalid: InvalidRequest): HttpServerResponse.HttpServerResponse =>
+  invalid.location === "json"
+    ? HttpServerResponse.unsafeJson({ error: invalid.message }, { status: 400 })
+    : HttpServerResponse.unsafeJson({ error: invalid.message, detail: invalid.issues }, { status: 422 })
+
+/** Schema of the default 422 body, for OpenAPI documents. */
+export const ValidationErrorBody = Schema.Struct({
+  error: Schema.String,
+  detail: Schema.Array(Schema.Struct({
+    loc: Schema.Array(Schema.Union(Schema.String, Schema.Number)),
+    msg: Schema.String,
+    type: Schema.String
+  }))
+}).annotations({ identifier: "ValidationErrorBody", description: "Request refused by its Schema" })
+
+/** Schema of a plain `{error}` body. */
+export const ErrorBody = Schema.Struct({ error: Schema.String }).annotations({ identifier: "ErrorBody" })

@@ -1,0 +1,27 @@
+/**
+ * Services the kernel provides to every plugin's `setup` and `start`: the contribution
+ * registries and the platform facts (data directory, listeners).
+ */
+import { Context } from "effect"
+import type { GraphOperation, JobType, McpTool } from "./Contribution.ts"
+import type { ListenerInfo } from "./Plugin.ts"
+import type { Registry } from "./Registry.ts"
+
+/** Job types contributed by plugins; the jobs runtime reads it when jobs are submitted. */
+export class JobTypeRegistry extends Context.Tag("@platform/core/JobTypeRegistry")<JobTypeRegistry, Registry<JobType>>() {}
+
+/** Graph operations contributed by plugins; the graph runner reads it. */
+export class GraphOpRegistry extends Context.Tag("@platform/core/GraphOpRegistry")<GraphOpRegistry, Registry<GraphOperation>>() {}
+
+/** MCP tools contributed by plugins, per listener (`listener/tool` ids are unique per listener). */
+export class McpToolRegistry extends Context.Tag("@platform/core/McpToolRegistry")<McpToolRegistry, Registry<McpTool & { listener: string }>>() {}
+
+/** Platform-wide facts. `listener(name)` is defined once listeners are bound. */
+export class PlatformInfo extends Context.Tag("@platform/core/PlatformInfo")<PlatformInfo, {
+  readonly dataDir: string
+  readonly configDir: string
+  readonly listener: (name: string) => ListenerInfo | undefined
+}>() {}
+
+/** Union of the services above, as an Effect requirement. */
+export type KernelServices = JobTypeRegistry | GraphOpRegistry | McpToolRegistry | PlatformInfo
