@@ -1,0 +1,351 @@
+/**
+ * The kernel: loads the plugins named in `platform.yaml`, orders them by `dependsOn`, decodes
+ * their config, runs their `setup`, registers their contributions, and serves each listener.
+ *
+ * Boot errors (`BootError`) name the plugin and the config path; config errors carry the file
+ * position (see `Config.ts`). A plugin failing with `PluginUnavailable` is reported and skipped
+ * (as are plugins depending on it); the others keep serving.
+ */
+import { Cause, Context, Effect, Either, Exit, Option, Schema, Scope } from "effect"
+import { createRequire } from "node:module"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { pathToFileURL } from "node:url"
+import type { GraphOperation, JobType, McpTool } from "./Contribution.ts"
+import type { LoadedConfig } from "./Config.ts"
+import { ConfigError, ConfigErrors, issuesToErrors, loadConfig, parseConfig, PluginEntry } from "./Config.ts"
+import * as Logging from "./Logging.ts"
+import type { Contributions, ListenerInfo, PluginDefinition } from "./Plugin.ts"
+import { isPluginDefinition } from "./Plugin.ts"
+import { DuplicateContribution, Registry } from "./Registry.ts"
+import type { MountedRoute } from "./Server.ts"
+import { makeApp, serveListener } from "./Server.ts"
+import { GraphOpRegistry, JobTypeRegistry, McpToolRegistry, PlatformInfo } from "./Services.ts"
+
+/** Root of this repository (built-in plugins live in `plugins/<name>/plugin.ts`). */
+export const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..")
+
+/** Version of the platform (package.json). */
+export const VERSION: string = JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8")).version
+
+/** A boot failure: names the plugin (when one is at fault) and what to fix. */
+export class BootError extends Error {
+  readonly _tag = "BootError"
+  constructor(message: string, readonly plugin?: string) {
+    super(plugin ? `plugin ${plugin}: ${message}` : message)
+  }
+}
+
+/** Where a plugin stands after boot. */
+export type PluginState = "running" | "unavailable" | "disabled"
+
+/** One row of `platform plugins list`. */
+export interface PluginStatus {
+  readonly name: string
+  readonly version: string | null
+  readonly description: string | null
+  readonly source: string
+  readonly listener: string | null
+  readonly status: PluginState
+  readonly reason?: string
+  readonly dependsOn: ReadonlyArray<string>
+  readonly contributions: {
+    readonly routes: number
+    readonly jobTypes: ReadonlyArray<string>
+    readonly graphOps: ReadonlyArray<string>
+    readonly mcpTools: ReadonlyArray<string>
+  }
+  readonly details?: Record<string, unknown>
+}
+
+/** A booted (not yet serving) platform. */
+export interface Kernel {
+  readonly loaded: LoadedConfig
+  readonly plugins: ReadonlyArray<PluginStatus>
+  readonly routes: ReadonlyMap<string, ReadonlyArray<MountedRoute>>
+  readonly jobTypes: Registry<JobType>
+  readonly graphOps: Registry<GraphOperation>
+  readonly mcpTools: Registry<McpTool & { listener: string }>
+  readonly context: Context.Context<JobTypeRegistry | GraphOpRegistry | McpToolRegistry | PlatformInfo>
+  readonly starts: ReadonlyArray<Effect.Effect<void, never, any>>
+  /** Bound listeners, filled by `serve`. */
+  readonly listeners: Map<string, ListenerInfo>
+}
+
+const KERNEL_KEYS = new Set(["enabled", "listener", "module"])
+
+/** Resolves and imports a plugin module; returns its definition. */
+export const importPlugin = async (name: string, module: string | undefined, configDir: string): Promise<{ def: PluginDefinition; source: string }> => {
+  let file: string
+  let source: string
+  if (module === undefined) {
+    file = path.join(ROOT, "plugins", name, "plugin.ts")
+    source = "built-in"
+    if (!fs.existsSync(file)) {
+      throw new BootError(`no built-in plugin named "${name}" (plugins/${name}/plugin.ts); set plugins.${name}.module to load one from elsewhere`, name)
+    }
+  } else if (module.startsWith(".") || path.isAbsolute(module)) {
+    file = path.resolve(configDir, module)
+    source = module
+    if (fs.existsSync(file) && fs.statSync(file).isDirectory()) {
+      file = ["plugin.ts", "plugin.js", "index.ts", "index.js"].map((f) => path.join(file, f)).find((f) => fs.existsSync(f)) ?? file
+    }
+    if (!fs.existsSync(file)) throw new BootError(`plugins.${name}.module: ${file} does not exist`, name)
+  } else {
+    source = module
+    try {
+      file = createRequire(path.join(configDir, "platform.yaml")).resolve(module)
+    } catch {
+      throw new BootError(`plugins.${name}.module: cannot resolve package "${module}" from ${configDir} (npm install it)`, name)
+    }
+  }
+  let mod: Record<string, unknown>
+  try {
+    mod = await import(pathToFileURL(file).href)
+  } catch (e) {
+    throw new BootError(`cannot load ${file}: ${(e as Error).message}`, name)
+  }
+  const def = [mod.default, mod.plugin, ...Object.values(mod)].find(isPluginDefinition)
+  if (!def) throw new BootError(`${file} exports no definePlugin(...) definition`, name)
+  if (def.name !== name) throw new BootError(`${file} defines plugin "${def.name}", but platform.yaml names it "${name}"`, name)
+  return { def, source }
+}
+
+/** Orders plugins so that each comes after its `dependsOn`; fails on a missing one or a cycle. */
+export const orderPlugins = <T extends { name: string; dependsOn: ReadonlyArray<string> }>(
+  plugins: ReadonlyArray<T>,
+  disabled: ReadonlySet<string> = new Set()
+): Array<T> => {
+  const byName = new Map(plugins.map((p) => [p.name, p]))
+  for (const p of plugins) {
+    for (const d of p.dependsOn) {
+      if (!byName.has(d)) {
+        throw new BootError(
+          disabled.has(d)
+            ? `depends on plugin "${d}", which is disabled in platform.yaml (plugins.${d}.enabled)`
+            : `depends on plugin "${d}", which is not configured (add plugins.${d} to platform.yaml)`,
+          p.name
+        )
+      }
+    }
+  }
+  const out: Array<T> = []
+  const state = new Map<string, "visiting" | "done">()
+  const visit = (p: T, trail: Array<string>) => {
+    const s = state.get(p.name)
+    if (s === "done") return
+    if (s === "visiting") {
+      const cycle = [...trail.slice(trail.indexOf(p.name)), p.name]
+      throw new BootError(`dependency cycle between plugins: ${cycle.join(" -> ")}`)
+    }
+    state.set(p.name, "visiting")
+    for (const d of p.dependsOn) visit(byName.get(d)!, [...trail, p.name])
+    state.set(p.name, "done")
+    out.push(p)
+  }
+  for (const p of plugins) visit(p, [])
+  return out
+}
+
+const locateError = (loaded: LoadedConfig, p: ReadonlyArray<PropertyKey>, detail: string, plugin: string) => {
+  const pos = loaded.locate(p)
+  return new ConfigError(loaded.file, pos?.line, pos?.column, p.map(String).join("."), detail, plugin)
+}
+
+/**
+ * Boots the plugins of a loaded config inside the current scope (resources live until it closes).
+ * Fails with `BootError`, `ConfigErrors` or `DuplicateContribution`.
+ */
+export const boot = (loaded: LoadedConfig): Effect.Effect<Kernel, BootError | ConfigErrors | DuplicateContribution, Scope.Scope> =>
+  Effect.gen(function* () {
+    const { config } = loaded
+    const dataDir = path.resolve(loaded.dir, config.data_dir)
+    const listeners = new Map<string, ListenerInfo>()
+    const listenerNames = new Set(config.listeners.map((l) => l.name))
+    const jobTypes = new Registry<JobType>("job type")
+    const graphOps = new Registry<GraphOperation>("graph operation")
+    const mcpTools = new Registry<McpTool & { listener: string }>("MCP tool")
+    const context = Context.make(JobTypeRegistry, jobTypes).pipe(
+      Context.add(GraphOpRegistry, graphOps),
+      Context.add(McpToolRegistry, mcpTools),
+      Context.add(PlatformInfo, { dataDir, configDir: loaded.dir, listener: (n: string) => listeners.get(n) })
+    )
+
+    // 1. Kernel part of each entry, then the plugin modules.
+    const statuses = new Map<string, PluginStatus>()
+    const candidates: Array<{ name: string; dependsOn: ReadonlyArray<string>; def: PluginDefinition; source: string; listener: string; section: Record<string, unknown> }> = []
+    const disabled = new Set<string>()
+    for (const [name, entry] of Object.entries(config.plugins)) {
+      const kernelPart = Object.fromEntries(Object.entries(entry).filter(([k]) => KERNEL_KEYS.has(k)))
+      const decoded = Schema.decodeUnknownEither(PluginEntry)(kernelPart, { errors: "all" })
+      if (Either.isLeft(decoded)) return yield* Effect.fail(new ConfigErrors(issuesToErrors(loaded, decoded.left, ["plugins", name], name)))
+      const { enabled, listener, module } = decoded.right
+      if (!enabled) {
+        disabled.add(name)
+        statuses.set(name, { name, version: null, description: null, source: module ?? "built-in", listener: listener ?? null, status: "disabled", dependsOn: [], contributions: { routes: 0, jobTypes: [], graphOps: [], mcpTools: [] } })
+        continue
+      }
+      const { def, source } = yield* Effect.tryPromise({ try: () => importPlugin(name, module, loaded.dir), catch: (e) => e as BootError })
+      const listenerName = listener ?? def.defaultListener
+      if (!listenerName) {
+        return yield* Effect.fail(new ConfigErrors([locateError(loaded, ["plugins", name], `plugin ${name} needs a listener (set plugins.${name}.listener)`, name)]))
+      }
+      if (!listenerNames.has(listenerName)) {
+        return yield* Effect.fail(new ConfigErrors([locateError(loaded, listener ? ["plugins", name, "listener"] : ["plugins", name], `plugin ${name}: listener "${listenerName}" is not declared under listeners (declared: ${[...listenerNames].join(", ") || "none"})`, name)]))
+      }
+      const section = Object.fromEntries(Object.entries(entry).filter(([k]) => !KERNEL_KEYS.has(k)))
+      candidates.push({ name, dependsOn: def.dependsOn, def, source, listener: listenerName, section })
+    }
+
+    const ordered = yield* Effect.try({ try: () => orderPlugins(candidates, disabled), catch: (e) => e as BootError })
+
+    // 2. Decode every config before running anything: all config errors at once.
+    const decodedConfigs = new Map<string, unknown>()
+    const configErrors: Array<ConfigError> = []
+    for (const c of ordered) {
+      const r = Schema.decodeUnknownEither(c.def.config)(c.section, { errors: "all", onExcessProperty: "error" })
+      if (Either.isLeft(r)) configErrors.push(...issuesToErrors(loaded, r.left, ["plugins", c.name], c.name))
+      else decodedConfigs.set(c.name, r.right)
+    }
+    if (configErrors.length) return yield* Effect.fail(new ConfigErrors(configErrors))
+
+    // 3. Setup in dependency order; register contributions.
+    const routes = new Map<string, Array<MountedRoute>>(config.listeners.map((l) => [l.name, []]))
+    const routeOwners = new Map<string, string>()
+    const starts: Array<Effect.Effect<void, never, any>> = []
+    const unavailable = new Set<string>()
+    for (const c of ordered) {
+      const base = { name: c.name, version: c.def.version, description: c.def.description, source: c.source, listener: c.listener, dependsOn: c.def.dependsOn }
+      const missingDep = c.def.dependsOn.find((d) => unavailable.has(d))
+      if (missingDep) {
+        unavailable.add(c.name)
+        const reason = `depends on plugin ${missingDep}, which is unavailable`
+        yield* Effect.logWarning(`plugin ${c.name} unavailable: ${reason}`).pipe(Effect.annotateLogs({ plugin: c.name }))
+        statuses.set(c.name, { ...base, status: "unavailable", reason, contributions: { routes: 0, jobTypes: [], graphOps: [], mcpTools: [] } })
+        continue
+      }
+      const pluginDir = path.join(dataDir, c.name)
+      fs.mkdirSync(pluginDir, { recursive: true })
+      const exit = yield* c.def.setup({
+        name: c.name,
+        config: decodedConfigs.get(c.name),
+        dataDir: pluginDir,
+        listener: c.listener,
+        listenerInfo: (n) => listeners.get(n),
+        configDir: loaded.dir
+      }).pipe(Effect.provide(context), Effect.annotateLogs({ plugin: c.name }), Effect.exit)
+      if (Exit.isFailure(exit)) {
+        const failure = Cause.failureOption(exit.cause)
+        if (Option.isSome(failure) && failure.value._tag === "PluginUnavailable") {
+          unavailable.add(c.name)
+          yield* Effect.logWarning(`plugin ${c.name} unavailable: ${failure.value.reason}`).pipe(Effect.annotateLogs({ plugin: c.name }))
+          statuses.set(c.name, { ...base, status: "unavailable", reason: failure.value.reason, contributions: { routes: 0, jobTypes: [], graphOps: [], mcpTools: [] } })
+          continue
+        }
+        const reason = Option.isSome(failure) ? failure.value.reason : Cause.pretty(exit.cause).split("\n")[0]
+        return yield* Effect.fail(new BootError(`setup failed: ${reason}`, c.name))
+      }
+      const contrib: Contributions = exit.value
+      for (const route of contrib.routes ?? []) {
+        const key = `${c.listener} ${route.method} ${route.path}`
+        const owner = routeOwners.get(key)
+        if (owner) return yield* Effect.fail(new DuplicateContribution({ kind: `route on listener ${c.listener}`, id: `${route.method} ${route.path}`, first: owner, second: c.name }))
+        routeOwners.set(key, c.name)
+        routes.get(c.listener)!.push({ plugin: c.name, route })
+      }
+      for (const jt of contrib.jobTypes ?? []) yield* jobTypes.register(c.name, jt.id, jt)
+      for (const op of contrib.graphOps ?? []) yield* graphOps.register(c.name, op.name, op)
+      for (const tool of contrib.mcpTools ?? []) yield* mcpTools.register(c.name, `${c.listener}/${tool.name}`, { ...tool, listener: c.listener })
+      if (contrib.start) starts.push(contrib.start.pipe(Effect.provide(context), Effect.annotateLogs({ plugin: c.name })))
+      statuses.set(c.name, {
+        ...base,
+        status: "running",
+        contributions: {
+          routes: contrib.routes?.length ?? 0,
+          jobTypes: (contrib.jobTypes ?? []).map((j) => j.id),
+          graphOps: (contrib.graphOps ?? []).map((g) => g.name),
+          mcpTools: (contrib.mcpTools ?? []).map((t) => t.name)
+        },
+        ...(contrib.status ? { details: contrib.status() } : {})
+      })
+    }
+    const plugins = Object.keys(config.plugins).map((n) => statuses.get(n)!).filter(Boolean)
+    return { loaded, plugins, routes, jobTypes, graphOps, mcpTools, context, starts, listeners } satisfies Kernel
+  })
+
+/** Opens every listener of a booted kernel and runs the plugins' `start` effects (scoped). */
+export const serve = (kernel: Kernel): Effect.Effect<ReadonlyMap<string, ListenerInfo>, unknown, Scope.Scope> =>
+  Effect.gen(function* () {
+    const { config } = kernel.loaded
+    for (const l of config.listeners) {
+      const app = makeApp(l.name, kernel.routes.get(l.name) ?? [], { title: "platform", version: VERSION })
+      const info = yield* serveListener(l.name, l.host, l.port, app, config.shutdown_grace_ms).pipe(
+        Effect.mapError((e) => new BootError(`listener ${l.name} (${l.host}:${l.port}) could not start: ${String((e as { cause?: unknown }).cause ?? e)}`))
+      )
+      kernel.listeners.set(l.name, info)
+      yield* Effect.logInfo(`listener ${l.name} serving on ${info.url}`).pipe(
+        Effect.annotateLogs({ listener: l.name, plugins: [...new Set((kernel.routes.get(l.name) ?? []).map((r) => r.plugin))].join(",") })
+      )
+    }
+    for (const s of kernel.starts) yield* Effect.forkScoped(s)
+    return kernel.listeners as ReadonlyMap<string, ListenerInfo>
+  })
+
+/** A platform running in this process (tests and `platform serve`). */
+export interface RunningPlatform {
+  readonly kernel: Kernel
+  /** Base URL (`http://127.0.0.1:PORT`) of a listener; throws for an unknown name. */
+  url(listener: string): string
+  /** Graceful stop: listeners first, then plugin resources. */
+  stop(): Promise<void>
+}
+
+/**
+ * Boots and serves a platform from a YAML text (tests) or a file (`file`, else cosmiconfig
+ * search from `cwd`). Rejects with `ConfigErrors`, `BootError` or `DuplicateContribution`.
+ */
+export const startPlatform = async (options: { yaml?: string; file?: string; cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<RunningPlatform> => {
+  const cwd = options.cwd ?? process.cwd()
+  const loaded = options.yaml !== undefined
+    ? parseConfig(path.join(cwd, options.file ?? "platform.yaml"), options.yaml, options.env ?? process.env)
+    : await loadConfig({ path: options.file, cwd, env: options.env })
+  const scope = Effect.runSync(Scope.make())
+  const logger = Logging.layer(loaded.config.log)
+  const exit = await Effect.runPromiseExit(
+    Effect.gen(function* () {
+      const kernel = yield* boot(loaded)
+      yield* serve(kernel)
+      return kernel
+    }).pipe(Scope.extend(scope), Effect.provide(logger))
+  )
+  if (Exit.isFailure(exit)) {
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+    throw Cause.squash(exit.cause)
+  }
+  const kernel = exit.value
+  let stopped: Promise<void> | undefined
+  return {
+    kernel,
+    url(listener) {
+      const l = kernel.listeners.get(listener)
+      if (!l) throw new Error(`no listener named ${listener}`)
+      return l.url
+    },
+    stop() {
+      stopped ??= Effect.runPromise(Scope.close(scope, Exit.void).pipe(Effect.provide(logger)))
+      return stopped
+    }
+  }
+}
+
+/** Boots without serving (CLI inspection: `plugins list`, `routes`), then releases everything. */
+export const inspect = async (options: { file?: string; cwd?: string }): Promise<Kernel> => {
+  const loaded = await loadConfig({ path: options.file, cwd: options.cwd })
+  const exit = await Effect.runPromiseExit(
+    Effect.scoped(boot(loaded)).pipe(Effect.provide(Logging.layer({ level: process.env.PLATFORM_LOG_LEVEL ?? "error", format: loaded.config.log.format })))
+  )
+  if (Exit.isFailure(exit)) throw Cause.squash(exit.cause)
+  return exit.value
+}
+
+
