@@ -63,6 +63,8 @@ export interface PluginDefinition<C = any> {
   /** Listener used when the config entry names none. */
   readonly defaultListener?: string
   readonly config: Schema.Schema<C, any>
+  /** Public resources (request/response bodies) exported to `schemas/<plugin>/` for API consumers. */
+  readonly resources: Readonly<Record<string, Schema.Schema.Any>>
   readonly setup: (ctx: PluginContext<C>) => Effect.Effect<Contributions, PluginUnavailable | PluginBootError, Scope.Scope | KernelServices>
 }
 
@@ -74,8 +76,9 @@ export const definePlugin = <C, I>(def: {
   readonly dependsOn?: ReadonlyArray<string>
   readonly defaultListener?: string
   readonly config: Schema.Schema<C, I>
+  readonly resources?: Readonly<Record<string, Schema.Schema.Any>>
   readonly setup: (ctx: PluginContext<C>) => Effect.Effect<Contributions, PluginUnavailable | PluginBootError, Scope.Scope | KernelServices>
-}): PluginDefinition<C> => ({ _tag: "PluginDefinition", dependsOn: [], ...def })
+}): PluginDefinition<C> => ({ _tag: "PluginDefinition", dependsOn: [], resources: {}, ...def })
 
 /** True when a module export is a plugin definition (used for `module:` plugins). */
 export const isPluginDefinition = (u: unknown): u is PluginDefinition =>
