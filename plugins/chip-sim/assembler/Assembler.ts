@@ -489,7 +489,7 @@ export const assemble = (source: string, org: number = DEFAULT_ORG): AssembleRes
   const listing: Array<ListingLine> = []
   let start: number | null = null
   pc = org
-  const finalValue = (e: Expr) => evaluate(e, { pc, resolve: (s) => symbols.resolve(s, true) })!
+  const finalValue = (e: Expr, at = pc) => evaluate(e, { pc: at, resolve: (s) => symbols.resolve(s, true) })!
 
   statements.forEach((st, i) => {
     const { n, text } = st
@@ -521,9 +521,12 @@ export const assemble = (source: string, org: number = DEFAULT_ORG): AssembleRes
         }
         case "data":
           for (const item of op.items) {
+            // In a data list `*` is the address of the item itself, as in ca65, so
+            // `.word *, *` gives two different addresses.
+            const at = pc + out.length
             if (item.kind === "str") out.push(...stringBytes(item.value))
-            else if (op.width === 1) out.push(byte(finalValue(item.expr), "value"))
-            else out.push(...word(finalValue(item.expr), "value"))
+            else if (op.width === 1) out.push(byte(finalValue(item.expr, at), "value"))
+            else out.push(...word(finalValue(item.expr, at), "value"))
           }
           break
         case "instr": {
