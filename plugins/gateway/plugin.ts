@@ -1,0 +1,60 @@
+/**
+ * The `gateway` plugin: an OpenAI-compatible inference gateway (spec: inference-gateway.md) on
+ * listener `gateway`, serving llama.cpp engines in process and upstream OpenAI servers.
+ */
+import { Effect, Runtime } from "effect"
+import { definePlugin } from "../../core/Plugin.ts"
+import { routes } from "./Api.ts"
+import { GatewayConfig, type GatewayConfig as Config } from "./Config.ts"
+import type { Engine } from "./Engine.ts"
+import { Gateway } from "./Gateway.ts"
+import { LlamaCppEngine } from "./LlamaCppEngine.ts"
+import { UpstreamEngine } from "./UpstreamEngine.ts"
+
+/**
+ * Builds the engines and the gateway for a decoded config. Model paths resolve against
+ * `configDir`; `log` gets one line per unavailable engine. Never fails: engines that cannot
+ * serve stay registered as unavailable.
+ */
+export const makeGateway = (config: Config, configDir: string, log: (line: string) => void): Gateway => {
+  const engines: Engine[] = config.engines.map((e) =>
+    e.kind === "llama-cpp" ? LlamaCppEngine.make(e, configDir, log) : UpstreamEngine.make(e, log)
+  )
+  return new Gateway({
+    engines,
+    defaultEngine: (config.engines.find((e) => e.default) ?? config.engines[0]!).id,
+    token: config.token,
+    adminToken: config.admin_token,
+    retryAfterS: config.retry_after_s
+  })
+}
+
+/** Waits until every llama.cpp engine finished loading (or failed to). */
+export const engineLoads = (gateway: Gateway): Promise<void> =>
+  Promise.all([...gateway.engines.values()].map((e) => (e instanceof LlamaCppEngine ? e.ready : undefined))).then(() => undefined)
+
+export default definePlugin({
+  name: "gateway",
+  version: "1.0.0",
+  description: "OpenAI-compatible inference gateway: llama.cpp engines in process and upstream OpenAI servers, one generation at a time per engine",
+  defaultListener: "gateway",
+  config: GatewayConfig,
+  setup: (ctx) =>
+    Effect.gen(function* () {
+      // Engines log from callbacks outside any fiber; the captured runtime keeps the kernel's logger.
+      const runSync = Runtime.runSync(yield* Effect.runtime<never>())
+      const gateway = yield* Effect.acquireRelease(
+        Effect.sync(() => makeGateway(ctx.config, ctx.configDir, (line) => runSync(Effect.logWarning(line)))),
+        (g) => Effect.promise(() => g.close())
+      )
+      return {
+        routes: routes(gateway),
+        // Models load in the background so a large GGUF never holds up the platform's boot;
+        // until loaded an engine is listed with `available: false`.
+        start: Effect.promise(() => engineLoads(gateway)).pipe(
+          Effect.tap(() => Effect.logInfo(`gateway: engines ${gateway.status().models.map((m) => `${m.id}=${m.available ? "up" : "down"}`).join(", ")}`))
+        ),
+        status: () => ({ engines: gateway.status().models })
+      }
+    })
+})
