@@ -73,7 +73,7 @@ export interface LoadedConfig {
   readonly raw: Record<string, unknown>
   readonly config: PlatformConfig
   /** Finds line/column of a path in the file (undefined when the source has no positions). */
-  readonly locate: (p: ReadonlyArray<PropertyKey>) => { line: number; column: number } | undefined
+  readonly locate: (p: ReadonlyArray<PropertyKey>, atKey?: boolean) => { line: number; column: number } | undefined
 }
 
 /** Renders a path as `plugins.gateway.engines[1].kind`. */
@@ -128,26 +128,23 @@ const interpolateDoc = (file: string, parsed: Parsed, env: NodeJS.ProcessEnv): v
   })
 }
 
-const locator = (parsed: Parsed | undefined) => (p: ReadonlyArray<PropertyKey>) => {
+const locator = (parsed: Parsed | undefined) => (p: ReadonlyArray<PropertyKey>, atKey = false) => {
   if (!parsed) return undefined
-  // Walk down as far as the path exists; a missing key points at its parent.
+  const at = (offset: number) => {
+    const pos = parsed.lines.linePos(offset)
+    return { line: pos.line, column: pos.col }
+  }
+  if (atKey && p.length > 0) {
+    const parent = parsed.doc.getIn(p.slice(0, -1) as Array<unknown>, true)
+    if (YAML.isMap(parent)) {
+      const pair = parent.items.find((it) => YAML.isScalar(it.key) && it.key.value === p[p.length - 1])
+      if (pair && YAML.isScalar(pair.key) && pair.key.range) return at(pair.key.range[0])
+    }
+  }
+  // The value's own position; a missing key points at its closest existing parent.
   for (let n = p.length; n >= 0; n--) {
     const node = parsed.doc.getIn(p.slice(0, n) as Array<unknown>, true) as YAML.Node | undefined
-    if (node && YAML.isNode(node) && node.range) {
-      // For a present key, prefer the key's own position (what editors show).
-      if (n > 0 && n === p.length) {
-        const parent = parsed.doc.getIn(p.slice(0, n - 1) as Array<unknown>, true)
-        if (YAML.isMap(parent)) {
-          const pair = parent.items.find((it) => YAML.isScalar(it.key) && it.key.value === p[n - 1])
-          if (pair && YAML.isScalar(pair.key) && pair.key.range && !YAML.isCollection(node)) {
-            const pos = parsed.lines.linePos(node.range[0])
-            return { line: pos.line, column: pos.col }
-          }
-        }
-      }
-      const pos = parsed.lines.linePos(node.range[0])
-      return { line: pos.line, column: pos.col }
-    }
+    if (node && YAML.isNode(node) && node.range) return at(node.range[0])
   }
   return undefined
 }
@@ -161,13 +158,25 @@ export const issuesToErrors = (
   error: ParseResult.ParseError,
   prefix: ReadonlyArray<PropertyKey> = [],
   plugin?: string
-): ReadonlyArray<ConfigError> =>
-  ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) => {
-    const full = [...prefix, ...issue.path]
-    const pos = loaded.locate(full)
-    const msg = issue.message.charAt(0).toLowerCase() + issue.message.slice(1)
-    return new ConfigError(loaded.file, pos?.line, pos?.column, formatPath(full), msg, plugin)
+): ReadonlyArray<ConfigError> => {
+  // A union of literals yields one issue per member at the same path: merge them into
+  // `expected "a" | "b", actual "c"`.
+  const groups = new Map<string, Array<ParseResult.ArrayFormatterIssue>>()
+  for (const issue of ParseResult.ArrayFormatter.formatErrorSync(error)) {
+    const key = JSON.stringify(issue.path)
+    groups.set(key, [...(groups.get(key) ?? []), issue])
+  }
+  return [...groups.values()].map((issues) => {
+    const first = issues[0]!
+    const parts = issues.map((i) => /^Expected (.*), actual (.*)$/s.exec(i.message))
+    const message = issues.length > 1 && parts.every((m) => m && m[2] === parts[0]![2])
+      ? `expected ${parts.map((m) => m![1]).join(" | ")}, actual ${parts[0]![2]}`
+      : issues.map((i) => i.message.charAt(0).toLowerCase() + i.message.slice(1)).join("; ")
+    const full = [...prefix, ...first.path]
+    const pos = loaded.locate(full, first._tag === "Unexpected")
+    return new ConfigError(loaded.file, pos?.line, pos?.column, formatPath(full), message, plugin)
   })
+}
 
 /** Several config errors at once; the message lists each on its own line. */
 export class ConfigErrors extends Error {

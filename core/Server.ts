@@ -140,8 +140,16 @@ export const serveListener = (
     // Runs before make's own finalizer (LIFO): bound the wait for in-flight requests.
     yield* Effect.addFinalizer(() =>
       Effect.sync(() => {
+        // Keep-alive sockets become idle as in-flight requests finish; close them as they do.
+        const idle = setInterval(() => server.closeIdleConnections(), 25)
+        const hard = setTimeout(() => server.closeAllConnections(), graceMs)
+        idle.unref()
+        hard.unref()
         server.closeIdleConnections()
-        setTimeout(() => server.closeAllConnections(), graceMs).unref()
+        server.once("close", () => {
+          clearInterval(idle)
+          clearTimeout(hard)
+        })
       })
     )
     yield* HttpServer.serveEffect(app as any, requestLog as any).pipe(

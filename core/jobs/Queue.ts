@@ -1,0 +1,162 @@
+/**
+ * Dispatch of runnable jobs to workers. A queue carries job ids only (plus a snapshot used as a
+ * compare-and-set hint); the job store decides what a delivery means, so a stale or duplicate
+ * delivery (a cancelled job, a job already claimed) is dropped at claim time.
+ *
+ * - `EmbeddedQueue`: in-process FIFO with timers for delayed entries and `concurrency` slots. It
+ *   keeps nothing on disk: on start the runtime re-enqueues every QUEUED record from the store.
+ * - `RedisQueue`: a BullMQ queue on ioredis. Each (job, attempt) is one BullMQ job with id
+ *   `<job_id>.<attempt>`; retries are new BullMQ jobs with a delay, because the retry policy
+ *   (kinds, history, attempts) is ours, not BullMQ's. A worker process that dies mid-job loses its
+ *   BullMQ lock; BullMQ's stalled check puts the job back and another worker claims it.
+ */
+import { Queue as BullQueue, Worker as BullWorker } from "bullmq"
+import { Redis } from "ioredis"
+import type { Job } from "./Job.ts"
+import type { RedisSettings } from "./Settings.ts"
+
+/** Runs one delivered job; never rejects (failures are written to the store). */
+export type Deliver = (id: string, snapshot: Job | undefined) => Promise<void>
+
+/** A dispatch backend. */
+export interface JobQueue {
+  /** Makes `job` (a QUEUED record) runnable after `delayMs` milliseconds. */
+  readonly enqueue: (job: Job, delayMs: number) => Promise<void>
+  /** Drops a pending delivery of `job`, best effort (a delivery that slips through is ignored at claim). */
+  readonly remove: (job: Job) => Promise<void>
+  /** Starts delivering to `deliver`, at most `concurrency` jobs at once in this process. */
+  readonly start: (deliver: Deliver, concurrency: number) => Promise<void>
+  /** Stops delivering; resolves when running deliveries have returned. */
+  readonly close: () => Promise<void>
+}
+
+/** In-process queue of the embedded backend. */
+export class EmbeddedQueue implements JobQueue {
+  private readonly ready: Array<{ id: string; snapshot: Job }> = []
+  private head = 0
+  private readonly pending = new Set<string>()
+  private readonly timers = new Map<string, NodeJS.Timeout>()
+  private deliver: Deliver | undefined
+  private slots = 0
+  private running = 0
+  private closed = false
+  private readonly idle: Array<() => void> = []
+
+  enqueue = async (job: Job, delayMs: number): Promise<void> => {
+    const id = job.job_id
+    if (this.closed || this.pending.has(id)) return
+    this.pending.add(id)
+    if (delayMs > 0) {
+      this.timers.set(id, setTimeout(() => {
+        this.timers.delete(id)
+        this.ready.push({ id, snapshot: job })
+        this.pump()
+      }, delayMs))
+    } else {
+      this.ready.push({ id, snapshot: job })
+      this.pump()
+    }
+  }
+
+  remove = async (job: Job): Promise<void> => {
+    const t = this.timers.get(job.job_id)
+    if (t) {
+      clearTimeout(t)
+      this.timers.delete(job.job_id)
+      this.pending.delete(job.job_id)
+    }
+    // An entry already in `ready` stays; the claim drops it because the record is no longer QUEUED.
+  }
+
+  start = async (deliver: Deliver, concurrency: number): Promise<void> => {
+    this.deliver = deliver
+    this.slots = concurrency
+    this.pump()
+  }
+
+  private pump(): void {
+    while (this.deliver && !this.closed && this.running < this.slots && this.head < this.ready.length) {
+      const { id, snapshot } = this.ready[this.head++]!
+      if (this.head > 1024 && this.head * 2 > this.ready.length) {
+        this.ready.splice(0, this.head)
+        this.head = 0
+      }
+      this.pending.delete(id)
+      this.running++
+      this.deliver(id, snapshot).finally(() => {
+        this.running--
+        if (this.running === 0) for (const f of this.idle.splice(0)) f()
+        this.pump()
+      })
+    }
+  }
+
+  close = async (): Promise<void> => {
+    this.closed = true
+    for (const t of this.timers.values()) clearTimeout(t)
+    this.timers.clear()
+    if (this.running > 0) await new Promise<void>((r) => this.idle.push(r))
+  }
+}
+
+/** BullMQ queue of the redis backend; see the module comment. */
+export class RedisQueue implements JobQueue {
+  private readonly connection: Redis
+  private readonly queue: BullQueue
+  private worker: BullWorker | undefined
+  private workerConnection: Redis | undefined
+
+  /** Connects to `settings.url`; the BullMQ queue is `jobs` under prefix `settings.prefix`. */
+  constructor(private readonly settings: RedisSettings) {
+    this.connection = new Redis(settings.url, { maxRetriesPerRequest: null })
+    this.queue = new BullQueue("jobs", { connection: this.connection, prefix: settings.prefix })
+  }
+
+  private static bullId(job: Job): string {
+    return `${job.job_id}.${job.attempts}`
+  }
+
+  enqueue = async (job: Job, delayMs: number): Promise<void> => {
+    await this.queue.add("job", { id: job.job_id, snapshot: job }, {
+      jobId: RedisQueue.bullId(job),
+      delay: delayMs > 0 ? Math.round(delayMs) : undefined,
+      removeOnComplete: true,
+      removeOnFail: true
+    })
+  }
+
+  remove = async (job: Job): Promise<void> => {
+    // Fails for an active job (locked); the claim check covers that case.
+    await this.queue.remove(RedisQueue.bullId(job)).catch(() => 0)
+  }
+
+  start = async (deliver: Deliver, concurrency: number): Promise<void> => {
+    const lockMs = Math.max(200, Math.round(this.settings.lock_s * 1000))
+    this.workerConnection = new Redis(this.settings.url, { maxRetriesPerRequest: null })
+    this.worker = new BullWorker("jobs", async (bj) => {
+      const data = bj.data as { id: string; snapshot?: Job }
+      await deliver(data.id, data.snapshot)
+    }, {
+      connection: this.workerConnection,
+      prefix: this.settings.prefix,
+      concurrency,
+      lockDuration: lockMs,
+      stalledInterval: Math.max(100, Math.round(lockMs / 2)),
+      // A job whose worker died is always handed out again; our attempt count bounds re-runs.
+      maxStalledCount: 1_000_000,
+      removeOnComplete: { count: 0 },
+      removeOnFail: { count: 0 }
+    })
+    this.worker.on("error", () => {
+      // Connection hiccups are retried by ioredis; BullMQ reports them here and must not crash.
+    })
+    await this.worker.waitUntilReady()
+  }
+
+  close = async (): Promise<void> => {
+    await this.worker?.close()
+    this.workerConnection?.disconnect()
+    await this.queue.close()
+    this.connection.disconnect()
+  }
+}

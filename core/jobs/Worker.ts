@@ -1,0 +1,289 @@
+/**
+ * Execution of one delivered job: claim (QUEUED to PROCESSING), run the job type's handler with a
+ * progress reporter, an abort signal and the file store, then record the outcome: COMPLETED, a
+ * retry (FAILED entry then QUEUED after a backoff), or FAILED. The same code runs in the API
+ * process (embedded backend, or redis with `workers: true`) and in `platform worker` processes.
+ *
+ * Cancellation and `WORKER_TIMEOUT` abort the handler's signal; the slot is freed at once (the
+ * handler's promise is abandoned), so a cancelled job stops occupying a worker immediately even if
+ * its handler ignores the signal. Every write is conditioned on the record still being this
+ * attempt's PROCESSING state, so a cancel that won the race is never overwritten.
+ */
+import * as fsp from "node:fs/promises"
+import * as os from "node:os"
+import * as path from "node:path"
+import { Schema } from "effect"
+import { ArrayFormatter } from "effect/ParseResult"
+import { type JobContext, JobFailure, type JobErrorKind, type JobType } from "../Contribution.ts"
+import type { FileStore } from "./FileStore.ts"
+import { backoffSeconds, type Job, nowIso, secondsBetween, shouldRetry } from "./Job.ts"
+import type { JobStore } from "./JobStore.ts"
+import { scheduledMs } from "./JobStore.ts"
+import type { JobQueue } from "./Queue.ts"
+import type { Limits } from "./Settings.ts"
+
+/** Finds a job type by id at delivery time (plugins register theirs after the runtime is built). */
+export type JobTypeLookup = (id: string) => JobType | undefined
+
+/** Abort reason of an attempt interrupted because its worker process is stopping. */
+export class WorkerShutdown extends Error {
+  readonly name = "WorkerShutdown"
+  constructor() {
+    super("worker shutting down")
+  }
+}
+
+/**
+ * Why a running attempt's signal was aborted: a `JobFailure` of kind CANCELLED (DELETE) or
+ * TIMEOUT (WORKER_TIMEOUT), or `WorkerShutdown`. Errors, so fetches rejecting with the reason
+ * still throw an Error.
+ */
+export type AbortReason = JobFailure | WorkerShutdown
+
+const NETWORK_CODES = new Set([
+  "ECONNREFUSED", "ECONNRESET", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "EPIPE", "EHOSTUNREACH", "ENETUNREACH",
+  "UND_ERR_CONNECT_TIMEOUT", "UND_ERR_SOCKET", "UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"
+])
+
+/**
+ * Maps anything a handler threw to a failure kind and message: `JobFailure` keeps its kind;
+ * abort/timeout errors are TIMEOUT; socket and DNS errors (also as the `cause` of a failed
+ * `fetch`) are NETWORK_ERROR; the rest is INTERNAL_ERROR.
+ */
+export const classify = (e: unknown): { kind: JobErrorKind; message: string; retryable?: boolean } => {
+  if (e instanceof JobFailure) return { kind: e.kind, message: e.message, ...(e.retryable !== undefined ? { retryable: e.retryable } : {}) }
+  const err = e as { name?: string; message?: string; code?: string; cause?: { code?: string; message?: string } }
+  const message = err?.message ?? String(e)
+  if (err?.name === "TimeoutError" || err?.name === "AbortError") return { kind: "TIMEOUT", message }
+  const code = err?.code ?? err?.cause?.code
+  if (code && NETWORK_CODES.has(code)) return { kind: "NETWORK_ERROR", message: err.cause?.message ? `${message}: ${err.cause.message}` : message }
+  return { kind: "INTERNAL_ERROR", message }
+}
+
+/** Formats Schema parse issues as `field.path: message; ...` (used for VALIDATION_ERROR messages). */
+export const formatIssues = (error: import("effect/ParseResult").ParseError): string =>
+  ArrayFormatter.formatErrorSync(error)
+    .map((i) => `${i.path.length > 0 ? i.path.join(".") : "(body)"}: ${i.message}`)
+    .join("; ")
+
+/** Runs delivered jobs; one per process. */
+export class JobWorker {
+  /** Running attempts in this process, by job id. */
+  readonly running = new Map<string, { controller: AbortController; attempt: number }>()
+  private stopping = false
+
+  constructor(
+    private readonly store: JobStore,
+    private readonly queue: JobQueue,
+    private readonly lookup: JobTypeLookup,
+    private readonly files: FileStore,
+    private readonly limits: Limits,
+    /** Name written to `history[].worker` (`<host>:<pid>` by default). */
+    readonly name: string = `${os.hostname()}:${process.pid}`
+  ) {}
+
+  /** Aborts the running attempt of `id` in this process, if any (cancel from any process lands here). */
+  abort(id: string, reason: AbortReason): void {
+    this.running.get(id)?.controller.abort(reason)
+  }
+
+  /** Aborts every running attempt with `WorkerShutdown`: each goes back to QUEUED for a later run. */
+  shutdown(): void {
+    this.stopping = true
+    for (const r of this.running.values()) r.controller.abort(new WorkerShutdown())
+  }
+
+  /** Handles one delivery; never rejects. */
+  deliver = async (id: string, snapshot: Job | undefined): Promise<void> => {
+    try {
+      await this.run(id, snapshot)
+    } catch (e) {
+      // Store unreachable mid-run: the record stays as it was, the sweeper or recovery handles it.
+      console.error(`[jobs] ${id}: ${(e as Error)?.message ?? e}`)
+    }
+  }
+
+  private async run(id: string, snapshot: Job | undefined): Promise<void> {
+    if (this.stopping || this.running.has(id)) return
+    const queueTimeoutMs = this.limits.queue_timeout_s * 1000
+    const claimed = await this.store.update(id, (j) => {
+      const now = Date.now()
+      let job = j
+      if (job.status === "PROCESSING") {
+        // Delivered again while the record says PROCESSING and this process is not running it:
+        // the worker that claimed it died (BullMQ stall recovery). That attempt counts.
+        job = lostAttempt(job, now)
+        if (job.status !== "QUEUED") return job
+      }
+      if (job.status !== "QUEUED") return undefined
+      const at = nowIso(now)
+      if (scheduledMs(job)! + queueTimeoutMs < now) return queueTimedOut(job, at, this.limits.queue_timeout_s)
+      const attempt = job.attempts + 1
+      return {
+        ...job,
+        status: "PROCESSING",
+        attempts: attempt,
+        started_at: at,
+        worker: this.name,
+        progress: 0,
+        message: undefined,
+        scheduled_at: undefined,
+        history: [...job.history, { status: "PROCESSING", timestamp: at, worker: this.name, attempt }]
+      }
+    }, snapshot)
+    if (!claimed?.changed || claimed.job.status !== "PROCESSING" || claimed.job.worker !== this.name) return
+    let job = claimed.job
+    const attempt = job.attempts
+    const type = this.lookup(job.job_type)
+    const controller = new AbortController()
+    this.running.set(id, { controller, attempt })
+    const timeoutMs = this.limits.worker_timeout_s * 1000
+    const timer = setTimeout(() => {
+      controller.abort(new JobFailure("TIMEOUT", `job exceeded WORKER_TIMEOUT of ${this.limits.worker_timeout_s} s`))
+    }, timeoutMs)
+    let workDir: string | undefined
+    const mine = (j: Job): boolean => j.status === "PROCESSING" && j.attempts === attempt && j.worker === this.name
+    try {
+      if (!type) throw new JobFailure("INTERNAL_ERROR", `no worker for job type "${job.job_type}" in this process`, false)
+      const decoded = Schema.decodeUnknownEither(type.payload)(job.payload, { errors: "all" })
+      if (decoded._tag === "Left") throw new JobFailure("VALIDATION_ERROR", `invalid payload: ${formatIssues(decoded.left)}`)
+      workDir = await fsp.mkdtemp(path.join(os.tmpdir(), "job-"))
+      const ctx: JobContext = {
+        jobId: id,
+        attempt,
+        signal: controller.signal,
+        workDir,
+        progress: async (percent, message) => {
+          const p = Math.max(0, Math.min(100, Math.round(percent)))
+          const r = await this.store.update(id, (j) => (mine(j) ? { ...j, progress: p, ...(message !== undefined ? { message } : {}) } : undefined), job)
+          if (r?.changed) job = r.job
+        },
+        files: {
+          put: async (name, data, contentType) => {
+            const f = await this.files.put(name, data, contentType)
+            const r = await this.store.update(id, (j) => (mine(j) ? { ...j, files: [...(j.files ?? []), f.key] } : undefined), job)
+            if (r?.changed) job = r.job
+            return { id: f.id, url: f.url }
+          }
+        }
+      }
+      const value = await raceAbort(type.handler(decoded.right, ctx), controller.signal)
+      const encoded = Schema.encodeUnknownEither(type.result)(value, { errors: "all" })
+      if (encoded._tag === "Left") throw new JobFailure("INTERNAL_ERROR", `result does not match the ${type.id} result schema: ${formatIssues(encoded.left)}`, false)
+      await this.store.update(id, (j) => {
+        if (!mine(j)) return undefined
+        const at = nowIso()
+        return {
+          ...j,
+          status: "COMPLETED",
+          completed_at: at,
+          duration_seconds: secondsBetween(j.started_at ?? at, at),
+          progress: 100,
+          result: encoded.right,
+          worker: undefined,
+          history: [...j.history, { status: "COMPLETED", timestamp: at, worker: this.name, attempt }]
+        }
+      }, job)
+    } catch (thrown) {
+      const reason = controller.signal.aborted ? (controller.signal.reason as AbortReason) : undefined
+      if (reason instanceof JobFailure && reason.kind === "CANCELLED") return // the record is already CANCELLED
+      if (reason instanceof WorkerShutdown) {
+        await this.requeue(id, job, attempt, "worker shut down during the attempt")
+        return
+      }
+      const failure = classify(reason instanceof JobFailure ? reason : thrown)
+      let retryDelayMs = -1
+      const r = await this.store.update(id, (j) => {
+        if (!mine(j)) return undefined
+        const at = nowIso()
+        const error = `${failure.kind}: ${failure.message}`
+        const history = [...j.history, { status: "FAILED" as const, timestamp: at, worker: this.name, error, attempt }]
+        if (shouldRetry(j.retry_policy, attempt, failure.kind, failure.retryable)) {
+          const delay = backoffSeconds(attempt, this.limits.backoff_base_s, this.limits.backoff_cap_s)
+          retryDelayMs = delay * 1000
+          const scheduled = nowIso(Date.parse(at) + retryDelayMs)
+          return {
+            ...j,
+            status: "QUEUED",
+            worker: undefined,
+            scheduled_at: scheduled,
+            message: `retry ${attempt} of ${j.retry_policy.max_retries} in ${delay} s after ${failure.kind}`,
+            history: [...history, { status: "QUEUED" as const, timestamp: at, attempt }]
+          }
+        }
+        retryDelayMs = -1
+        return {
+          ...j,
+          status: "FAILED",
+          failed_at: at,
+          duration_seconds: secondsBetween(j.started_at ?? at, at),
+          error,
+          error_kind: failure.kind,
+          worker: undefined,
+          history
+        }
+      }, job)
+      if (r?.changed && r.job.status === "QUEUED") await this.queue.enqueue(r.job, retryDelayMs)
+    } finally {
+      clearTimeout(timer)
+      this.running.delete(id)
+      if (workDir) await fsp.rm(workDir, { recursive: true, force: true }).catch(() => {})
+    }
+  }
+
+  private async requeue(id: string, known: Job, attempt: number, why: string): Promise<void> {
+    const r = await this.store.update(id, (j) => {
+      if (!(j.status === "PROCESSING" && j.attempts === attempt && j.worker === this.name)) return undefined
+      const at = nowIso()
+      return { ...j, status: "QUEUED", worker: undefined, scheduled_at: at, history: [...j.history, { status: "QUEUED", timestamp: at, error: why, attempt }] }
+    }, known)
+    // Embedded: the next start re-enqueues it from the store. Redis: hand it to another worker now.
+    if (r?.changed) await this.queue.enqueue(r.job, 0).catch(() => {})
+  }
+}
+
+/**
+ * A PROCESSING record whose worker is gone: back to QUEUED with the attempt counted, or FAILED
+ * (INTERNAL_ERROR) once the attempts are used up, so a job that kills its worker cannot loop.
+ */
+export const lostAttempt = (job: Job, now: number = Date.now()): Job => {
+  const at = nowIso(now)
+  const error = `INTERNAL_ERROR: worker ${job.worker ?? "?"} lost during attempt ${job.attempts}`
+  const history = [...job.history, { status: "FAILED" as const, timestamp: at, error, attempt: job.attempts }]
+  if (job.attempts > job.retry_policy.max_retries) {
+    return { ...job, status: "FAILED", failed_at: at, error, error_kind: "INTERNAL_ERROR", worker: undefined, history, duration_seconds: secondsBetween(job.started_at ?? at, at) }
+  }
+  return { ...job, status: "QUEUED", worker: undefined, scheduled_at: at, history: [...history, { status: "QUEUED", timestamp: at, attempt: job.attempts }] }
+}
+
+/** A QUEUED record that waited longer than QUEUE_TIMEOUT: FAILED with kind TIMEOUT (not retried: it would only wait again). */
+export const queueTimedOut = (job: Job, at: string, queueTimeoutS: number): Job => {
+  const error = `TIMEOUT: waited in queue longer than QUEUE_TIMEOUT of ${queueTimeoutS} s`
+  return {
+    ...job,
+    status: "FAILED",
+    failed_at: at,
+    error,
+    error_kind: "TIMEOUT",
+    scheduled_at: undefined,
+    history: [...job.history, { status: "FAILED", timestamp: at, error }]
+  }
+}
+
+/** Resolves/rejects with `p`, or rejects with the signal's reason as soon as it aborts. */
+const raceAbort = <A>(p: Promise<A>, signal: AbortSignal): Promise<A> =>
+  new Promise<A>((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason)
+    const onAbort = () => reject(signal.reason)
+    signal.addEventListener("abort", onAbort, { once: true })
+    p.then(
+      (v) => {
+        signal.removeEventListener("abort", onAbort)
+        resolve(v)
+      },
+      (e) => {
+        signal.removeEventListener("abort", onAbort)
+        reject(e)
+      }
+    )
+  })
