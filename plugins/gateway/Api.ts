@@ -12,6 +12,22 @@ import { ChatRequest, HTTPValidationError, OpenAIErrorBody } from "./OpenAI.ts"
 const respond = (e: HttpError): HttpServerResponse.HttpServerResponse =>
   HttpServerResponse.unsafeJson(e.body, { status: e.status, headers: e.headers ?? {} })
 
+/**
+ * One issue per field, as FastAPI reports it: a nullable optional field is a union
+ * (`X | null | undefined`), and the kernel lists every member's mismatch; the "Expected null" and
+ * "Expected undefined" members add nothing for the client and are dropped.
+ */
+const issuesPerField = (issues: ReadonlyArray<Route.ValidationIssue>): ReadonlyArray<Route.ValidationIssue> => {
+  const byLoc = new Map<string, Route.ValidationIssue>()
+  for (const i of issues) {
+    const key = JSON.stringify(i.loc)
+    const noise = /^Expected (null|undefined), actual/.test(i.msg)
+    const seen = byLoc.get(key)
+    if (!seen || (/^Expected (null|undefined), actual/.test(seen.msg) && !noise)) byLoc.set(key, i)
+  }
+  return [...byLoc.values()]
+}
+
 const Status = Schema.Struct({
   ok: Schema.Boolean,
   models: Schema.Array(Schema.Struct({ id: Schema.String, engine: Schema.String, available: Schema.Boolean }))
@@ -52,7 +68,7 @@ export const routes = (gateway: Gateway): ReadonlyArray<Route.Route> => [
       gateway.metrics.request("none", 422)
       const detail = invalid.location === "json"
         ? [{ loc: ["body"], msg: `JSON decode error: ${invalid.message}`, type: "json_invalid" }]
-        : invalid.issues
+        : issuesPerField(invalid.issues)
       return HttpServerResponse.unsafeJson({ detail }, { status: 422 })
     },
     handler: ({ body, request }) => {

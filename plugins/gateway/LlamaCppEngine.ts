@@ -12,6 +12,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import {
   getLlama,
+  getLlamaGpuTypes,
   JinjaTemplateChatWrapper,
   LlamaChat,
   LlamaLogLevel,
@@ -142,9 +143,14 @@ export class LlamaCppEngine implements Engine {
 
   private async load(): Promise<void> {
     const c = this.config
+    // Asking for a GPU the machine lacks makes getLlama probe every backend for seconds; the
+    // supported list answers in milliseconds.
+    if (c.device === "gpu" && !(await getLlamaGpuTypes("supported")).some((t) => t !== false)) {
+      throw new Error("no GPU was found, or no GPU build of llama.cpp (@node-llama-cpp/linux-x64-cuda) is installed")
+    }
     const llama = await llamaFor(c.device, c.threads || undefined)
     if (c.device === "gpu" && llama.gpu === false) {
-      throw new Error("no GPU build of llama.cpp is installed (@node-llama-cpp/linux-x64-cuda) or no GPU was found")
+      throw new Error("no GPU build of llama.cpp (@node-llama-cpp/linux-x64-cuda) is installed, or no GPU was found")
     }
     this.llama = llama
     const model = await llama.loadModel({
