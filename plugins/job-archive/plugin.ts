@@ -1,0 +1,78 @@
+/**
+ * Plugin `job-archive`: the `lazarus` job type (historical archive retrieval from the Wayback
+ * Machine and Common Crawl) and the `archive_discover` / `fetch_archive` graph operations.
+ *
+ * Every base URL is configurable so tests (and mirrors) point the plugin at other servers; the
+ * rate limits are per worker process and shared by all jobs of that process.
+ */
+import { Effect, Option, Schema } from "effect"
+import { Fetcher } from "../../core/net/Fetcher.ts"
+import { directOnly, GeoRouter } from "../../core/net/GeoRouting.ts"
+import { RateLimiter } from "../../core/net/RateLimiter.ts"
+import { definePlugin } from "../../core/Plugin.ts"
+import { ArchiveClient } from "./Archive.ts"
+import { archiveDiscoverOp, fetchArchiveOp } from "./GraphOps.ts"
+import { lazarusJob } from "./Lazarus.ts"
+
+const Url = Schema.String.pipe(Schema.pattern(/^https?:\/\/\S+[^/]$/), Schema.annotations({ description: "absolute http(s) URL without a trailing slash" }))
+const PerMinute = Schema.Number.pipe(Schema.greaterThan(0), Schema.annotations({ description: "requests per minute" }))
+const opt = <A, I>(s: Schema.Schema<A, I>, d: A) => Schema.optionalWith(s, { default: () => d })
+
+/** Config of `plugins.job-archive` in platform.yaml. */
+export const ArchiveConfig = Schema.Struct({
+  wayback_cdx_url: opt(Url, "https://web.archive.org/cdx/search/cdx"),
+  wayback_snapshot_url: opt(Url, "https://web.archive.org/web"),
+  commoncrawl_index_url: opt(Url, "https://index.commoncrawl.org"),
+  commoncrawl_data_url: opt(Url, "https://data.commoncrawl.org"),
+  commoncrawl_max_indexes: opt(Schema.Int.pipe(Schema.between(1, 200)), 3).annotations({ description: "crawl indexes queried per discovery (newest first)" }),
+  status_filter: opt(Schema.String, "200").annotations({ description: "CDX status filter (a regex: `200`, `2..`); empty for none" }),
+  wayback_cdx_per_minute: opt(PerMinute, 60),
+  wayback_snapshot_per_minute: opt(PerMinute, 120),
+  commoncrawl_index_per_minute: opt(PerMinute, 60),
+  commoncrawl_data_per_minute: opt(PerMinute, 300),
+  fetch_timeout_ms: opt(Schema.Int.pipe(Schema.between(100, 600_000)), 30_000),
+  max_429_retries: opt(Schema.Int.pipe(Schema.between(0, 10)), 3),
+  backoff_base_ms: opt(Schema.Int.pipe(Schema.between(0, 600_000)), 2_000),
+  backoff_max_ms: opt(Schema.Int.pipe(Schema.between(0, 3_600_000)), 60_000),
+  max_snapshot_bytes: opt(Schema.Int.pipe(Schema.between(1_024, 1024 * 1024 * 1024)), 20 * 1024 * 1024)
+}).annotations({ identifier: "JobArchiveConfig" })
+export type ArchiveConfig = typeof ArchiveConfig.Type
+
+/** Builds the archive client of a decoded config (also used by tests and the graph ops). */
+export const makeArchiveClient = (c: ArchiveConfig, geo = directOnly): ArchiveClient =>
+  new ArchiveClient(
+    new Fetcher({ geo, timeoutMs: c.fetch_timeout_ms, max429Retries: c.max_429_retries, backoffBaseMs: c.backoff_base_ms, backoffMaxMs: c.backoff_max_ms }),
+    {
+      waybackCdxUrl: c.wayback_cdx_url,
+      waybackSnapshotUrl: c.wayback_snapshot_url,
+      commoncrawlIndexUrl: c.commoncrawl_index_url,
+      commoncrawlDataUrl: c.commoncrawl_data_url,
+      commoncrawlMaxIndexes: c.commoncrawl_max_indexes,
+      statusFilter: c.status_filter,
+      maxSnapshotBytes: c.max_snapshot_bytes,
+      // A short burst keeps single small jobs quick; the steady rate is the source's budget.
+      limiters: {
+        waybackCdx: new RateLimiter({ perMinute: c.wayback_cdx_per_minute, burst: 3 }),
+        waybackSnapshot: new RateLimiter({ perMinute: c.wayback_snapshot_per_minute, burst: 5 }),
+        commoncrawlIndex: new RateLimiter({ perMinute: c.commoncrawl_index_per_minute, burst: 3 }),
+        commoncrawlData: new RateLimiter({ perMinute: c.commoncrawl_data_per_minute, burst: 5 })
+      }
+    }
+  )
+
+export default definePlugin({
+  name: "job-archive",
+  version: "0.1.0",
+  description: "lazarus jobs: historical snapshots from the Wayback Machine (CDX + id_) and Common Crawl (CDX + WARC ranges); archive_discover and fetch_archive graph operations.",
+  dependsOn: ["jobs"],
+  config: ArchiveConfig,
+  setup: (ctx) =>
+    Effect.gen(function* () {
+      const geo = Option.getOrElse(yield* Effect.serviceOption(GeoRouter), () => directOnly)
+      const client = makeArchiveClient(ctx.config, geo)
+      return {
+        jobTypes: [lazarusJob(client)],
+        graphOps: [archiveDiscoverOp(client), fetchArchiveOp(client)]
+      }
+    })
+})
