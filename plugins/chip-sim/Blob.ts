@@ -3,12 +3,23 @@
  * digits only, and no set padding bit past the last node/transistor. The engine repeats the
  * check when it decodes (400), so a blob reaching it another way is refused too.
  */
-import { ENCODING_STATEMENT, validateBlob } from "./engine/Encoding.ts"
+import { BLOB_HEX_LENGTH as ENGINE_LENGTH, blobProblem as engineProblem, type BlobKind } from "./engine/Encoding.ts"
 
-/** Exact hex lengths: 1725 nodes and 3510 transistors, padded to whole hex digits. */
-export const BLOB_HEX_LENGTH = { value: 432, pullup: 432, pulldown: 432, trans_on: 878 } as const
+/** The four ChipState fields and the engine blob kind each one is. */
+const KIND: Record<"value" | "pullup" | "pulldown" | "trans_on", BlobKind> = {
+  value: "nodes",
+  pullup: "nodes",
+  pulldown: "nodes",
+  trans_on: "transistors"
+}
+
+/** Exact hex lengths per ChipState field (432, 432, 432, 878). */
+export const BLOB_HEX_LENGTH = {
+  value: ENGINE_LENGTH.nodes,
+  pullup: ENGINE_LENGTH.nodes,
+  pulldown: ENGINE_LENGTH.nodes,
+  trans_on: ENGINE_LENGTH.transistors
+} as const
 
 /** The problem with a blob as a sentence, or undefined when it is well-formed. */
-export const blobProblem = (hex: string, kind: keyof typeof BLOB_HEX_LENGTH): string | undefined => validateBlob(hex, kind)
-
-export { ENCODING_STATEMENT }
+export const blobProblem = (hex: string, field: keyof typeof KIND): string | undefined => engineProblem(hex, KIND[field])

@@ -1,0 +1,55 @@
+import { execFile } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { promisify } from "node:util"
+import { describe, expect, it } from "vitest"
+import { ROOT } from "../../core/Kernel.ts"
+
+const run = async (args: Array<string>, env: Record<string, string> = {}) => {
+  try {
+    const r = await promisify(execFile)(process.execPath, [path.join(ROOT, "bin/platform.js"), ...args], {
+      cwd: ROOT,
+      env: { ...process.env, PLATFORM_LOG_LEVEL: "error", ...env }
+    })
+    return { code: 0, stdout: r.stdout, stderr: r.stderr }
+  } catch (e) {
+    const err = e as { code: number; stdout: string; stderr: string }
+    return { code: err.code, stdout: err.stdout, stderr: err.stderr }
+  }
+}
+
+const tmpConfig = (text: string) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "platform-cli-"))
+  fs.writeFileSync(path.join(dir, "platform.yaml"), text)
+  return path.join(dir, "platform.yaml")
+}
+
+describe("platform CLI", () => {
+  it("config validate reports the located error and exits 1", async () => {
+    const file = tmpConfig("listeners:\n  - name: chip\n    port: 99999\n")
+    const r = await run(["config", "validate", "--config", file])
+    expect(r.code).toBe(1)
+    expect(r.stderr).toContain("platform.yaml:3:11 listeners[0].port: expected")
+  })
+
+  it("config show redacts secrets and interpolates the environment (--json)", async () => {
+    const file = tmpConfig("listeners:\n  - { name: main, port: ${P:-1234} }\nplugins:\n  x:\n    enabled: false\n    api_key: ${KEY}\n")
+    const r = await run(["config", "show", "--config", file, "--json"], { KEY: "s3cret" })
+    expect(r.code).toBe(0)
+    const shown = JSON.parse(r.stdout)
+    expect(shown.listeners[0]).toEqual({ name: "main", host: "127.0.0.1", port: 1234 })
+    expect(shown.plugins.x.api_key).toBe("***")
+    expect(r.stdout).not.toContain("s3cret")
+  })
+
+  it("plugins list and routes describe the default platform.yaml (--json)", async () => {
+    const list = await run(["plugins", "list", "--json"])
+    expect(list.code).toBe(0)
+    const plugins = JSON.parse(list.stdout) as Array<{ name: string; status: string; listener: string }>
+    expect(plugins.find((p) => p.name === "chip-sim")).toMatchObject({ status: "running", listener: "chip" })
+    const routes = await run(["routes", "--json"])
+    const chip = (JSON.parse(routes.stdout) as Array<{ listener: string; routes: Array<{ method: string; path: string }> }>).find((l) => l.listener === "chip")!
+    expect(chip.routes).toContainEqual(expect.objectContaining({ method: "POST", path: "/api/v1/step", plugin: "chip-sim" }))
+  })
+})
