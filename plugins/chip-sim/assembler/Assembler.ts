@@ -14,10 +14,18 @@
  *
  * Operands: `#expr`, `A` (or nothing) for the accumulator, `expr`, `expr,X`, `expr,Y`,
  * `(expr)`, `(expr,X)`, `(expr),Y`; expressions as in `Expression.ts`. Mnemonics, directives
- * and register names are case-insensitive; symbols are case-sensitive (as in ca65).
+ * and register names are case-insensitive; symbols are case-sensitive (as in ca65), and may not
+ * be `A`, `X`, `Y` or a mnemonic. `*` is the address of the line (of the item, inside a
+ * `.byte`/`.word` list, as in ca65). A label on a line that also holds `.org` takes the address
+ * before the `.org`.
+ *
+ * Ranges: a byte (immediate, `.byte`) accepts -128 to 255 and a word (`.word`) -32768 to 65535,
+ * negatives as two's complement (`#-1` is $FF; ca65 refuses these, most other assemblers
+ * accept them); an address operand accepts 0 to 65535 and a zero-page one 0 to 255.
  *
  * Zero page versus absolute: a `zp` / `zp,X` / `zp,Y` form is used when the operand's value is
- * already known, on the line where it is written, to lie in 0 to 255; an operand that depends
+ * already known, on the line where it is written, to lie in 0 to 255 (`LDA $0012` too: the
+ * value decides, not the digits written); an operand that depends
  * on a symbol defined further down takes the absolute form. The choice is made once, in the
  * sizing pass, and the encoding pass obeys it, so every line's size, and hence every label,
  * is the same in both passes (ca65 decides the same way). Where a mnemonic has only the
@@ -118,8 +126,7 @@ const DIRECTIVES: Readonly<Record<string, "org" | "byte" | "word" | "equ">> = {
   ".word": "word",
   ".addr": "word",
   ".dw": "word",
-  ".equ": "equ",
-  ".set": "equ"
+  ".equ": "equ"
 }
 
 /** Index of the `)` matching the `(` at `open`, or -1. */
@@ -495,6 +502,11 @@ export const assemble = (source: string, org: number = DEFAULT_ORG): AssembleRes
     const { n, text } = st
     atLine(n, text, () => {
       const op = st.op
+      if (st.label !== null && op.kind !== "const") {
+        const sym = symbols.table.get(st.label)
+        // The sizing pass fixed every size, so addresses cannot move; a mismatch is a bug here.
+        if (sym?.kind !== "label" || sym.value !== pc) throw new Error(`assembler defect: label ${st.label} moved`)
+      }
       let out: Array<number> = []
       const byte = (v: number, what: string): number => {
         // Negative bytes are accepted as two's complement (`#-1` is $FF), as in most assemblers.
@@ -564,11 +576,6 @@ export const assemble = (source: string, org: number = DEFAULT_ORG): AssembleRes
           }
           break
         }
-      }
-      if (st.label !== null && op.kind !== "const") {
-        const sym = symbols.table.get(st.label)
-        // The sizing pass fixed every size, so addresses cannot move; a mismatch is a bug here.
-        if (sym?.kind !== "label" || sym.value !== pc) throw new Error(`assembler defect: label ${st.label} moved`)
       }
       if (out.length > 0 && start === null) start = pc
       listing.push({

@@ -1,6 +1,7 @@
 import { Effect, Either } from "effect"
 import { readFileSync } from "node:fs"
-import { join } from "node:path"
+import { join, resolve } from "node:path"
+import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "vitest"
 import {
   assemble,
@@ -8,7 +9,13 @@ import {
   AssembleError,
   toAssembleResponse
 } from "../../../../plugins/chip-sim/assembler/index.ts"
-import { GOLDEN, goldenPrograms } from "./golden.ts"
+
+// The shared golden programs live in `../shared/chip-sim/golden` beside the repository root
+// (shared/README.md); `CHIP_SIM_GOLDEN` overrides that for checkouts laid out differently.
+const GOLDEN = process.env.CHIP_SIM_GOLDEN ??
+  resolve(fileURLToPath(new URL("../../../../", import.meta.url)), "../shared/chip-sim/golden")
+const goldenPrograms = (): Array<{ name: string; source: string; image: string; org: number }> =>
+  JSON.parse(readFileSync(join(GOLDEN, "manifest.json"), "utf8")).programs
 
 const hexOf = (source: string, org?: number) => assemble(source, org).bytes
 
@@ -136,6 +143,10 @@ describe("directives and layout", () => {
     expect(hexOf(" nop\n * = $0203\n nop", 0x0200)).toBe("ea0000ea")
     // .org to the current address is allowed and changes nothing.
     expect(hexOf(" nop\n .org $0201\n nop")).toBe("eaea")
+  })
+
+  it("gives a label on a .org line the address before the .org", () => {
+    expect(assemble("a1: .org $0300\nb1: * = $0302\nc1: nop").labels).toEqual({ a1: 0x200, b1: 0x300, c1: 0x302 })
   })
 
   it("lets .org move freely before the first byte", () => {
