@@ -1,0 +1,61 @@
+/**
+ * Plugin `job-transcript`: the `transcript` job type (YouTube captions through the InnerTube
+ * player API and the timedtext document) and the `youtube_search` graph operation.
+ *
+ * `youtube_base_url` points every request (watch page, InnerTube, search) at another server
+ * (tests use a loopback fixture); caption URLs come from the player answer itself. The client
+ * versions are configurable because YouTube retires old ones.
+ */
+import { Effect, Option, Schema } from "effect"
+import { Fetcher } from "../../core/net/Fetcher.ts"
+import { directOnly, GeoRouter } from "../../core/net/GeoRouting.ts"
+import { RateLimiter } from "../../core/net/RateLimiter.ts"
+import { definePlugin } from "../../core/Plugin.ts"
+import { youtubeSearchOp } from "./GraphOps.ts"
+import { transcriptJob } from "./Transcript.ts"
+import { YouTubeClient } from "./YouTube.ts"
+
+const opt = <A, I>(s: Schema.Schema<A, I>, d: A) => Schema.optionalWith(s, { default: () => d })
+
+/** Config of `plugins.job-transcript` in platform.yaml. */
+export const TranscriptConfig = Schema.Struct({
+  youtube_base_url: opt(Schema.String.pipe(Schema.pattern(/^https?:\/\/\S+[^/]$/)), "https://www.youtube.com"),
+  player_client_name: opt(Schema.String, "ANDROID"),
+  player_client_version: opt(Schema.String, "20.10.38"),
+  search_client_name: opt(Schema.String, "WEB"),
+  search_client_version: opt(Schema.String, "2.20250101.00.00"),
+  accept_language: opt(Schema.String, "en-US"),
+  requests_per_minute: opt(Schema.Number.pipe(Schema.greaterThan(0)), 60),
+  fetch_timeout_ms: opt(Schema.Int.pipe(Schema.between(100, 600_000)), 30_000),
+  max_429_retries: opt(Schema.Int.pipe(Schema.between(0, 10)), 3),
+  backoff_base_ms: opt(Schema.Int.pipe(Schema.between(0, 600_000)), 2_000),
+  backoff_max_ms: opt(Schema.Int.pipe(Schema.between(0, 3_600_000)), 60_000)
+}).annotations({ identifier: "JobTranscriptConfig" })
+export type TranscriptConfig = typeof TranscriptConfig.Type
+
+/** Builds the YouTube client of a decoded config. */
+export const makeYouTubeClient = (c: TranscriptConfig, geo = directOnly): YouTubeClient =>
+  new YouTubeClient(
+    new Fetcher({ geo, timeoutMs: c.fetch_timeout_ms, max429Retries: c.max_429_retries, backoffBaseMs: c.backoff_base_ms, backoffMaxMs: c.backoff_max_ms }),
+    {
+      baseUrl: c.youtube_base_url,
+      playerClient: { clientName: c.player_client_name, clientVersion: c.player_client_version },
+      searchClient: { clientName: c.search_client_name, clientVersion: c.search_client_version },
+      acceptLanguage: c.accept_language,
+      limiter: new RateLimiter({ perMinute: c.requests_per_minute, burst: 5 })
+    }
+  )
+
+export default definePlugin({
+  name: "job-transcript",
+  version: "0.1.0",
+  description: "transcript jobs: YouTube captions via the InnerTube player API and timedtext, with language fallback; youtube_search graph operation.",
+  dependsOn: ["jobs"],
+  config: TranscriptConfig,
+  setup: (ctx) =>
+    Effect.gen(function* () {
+      const geo = Option.getOrElse(yield* Effect.serviceOption(GeoRouter), () => directOnly)
+      const client = makeYouTubeClient(ctx.config, geo)
+      return { jobTypes: [transcriptJob(client)], graphOps: [youtubeSearchOp(client)] }
+    })
+})
