@@ -42,8 +42,15 @@ export type Token =
   | { readonly kind: "str"; readonly value: string; readonly text: string; readonly col: number }
   | { readonly kind: "punct"; readonly text: string; readonly col: number }
 
-const isIdentStart = (c: string) => /[A-Za-z_]/.test(c)
-const isIdentPart = (c: string) => /[A-Za-z0-9_]/.test(c)
+// Character classes by code rather than by regular expression: the tokenizer is the inner loop
+// of assembling a large image.
+const isLetter = (k: number) => (k >= 65 && k <= 90) || (k >= 97 && k <= 122) || k === 95
+const isDigit = (k: number) => k >= 48 && k <= 57
+const isIdentStart = (c: string) => isLetter(c.charCodeAt(0))
+const isIdentPart = (c: string) => {
+  const k = c.charCodeAt(0)
+  return isLetter(k) || isDigit(k)
+}
 const PUNCT1 = "#(),:=+-*/<>&|^~"
 
 // Larger literals would lose precision in later arithmetic and are never meaningful on an
@@ -97,7 +104,7 @@ export const tokenize = (line: string): Array<Token> => {
       if (j === i + 1) throw new ExpressionError(`stray "." at column ${i + 1}`)
       tokens.push({ kind: "directive", text: line.slice(i, j), col: i })
       i = j
-    } else if (/[0-9]/.test(c) || c === "$" || (c === "%" && /[0-9A-Za-z_]/.test(line[i + 1] ?? ""))) {
+    } else if (isDigit(c.charCodeAt(0)) || c === "$" || (c === "%" && i + 1 < n && isIdentPart(line[i + 1]!))) {
       const j = runEnd(i + 1)
       const text = line.slice(i, j)
       tokens.push({ kind: "num", value: parseLiteral(text), text, col: i })
