@@ -1,0 +1,138 @@
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { ROOT, startPlatform, type RunningPlatform } from "../../../core/Kernel.ts"
+
+process.env.PLATFORM_LOG_LEVEL ??= "error"
+
+const GOLDEN = path.resolve(ROOT, "../shared/chip-sim/golden")
+const NETLIST = path.resolve(ROOT, "../shared/chip-sim/netlist")
+const yaml = (netlist: string) => `listeners:\n  - { name: chip, port: 0 }\nplugins:\n  chip-sim:\n    netlist_dir: ${netlist}\n`
+
+let platform: RunningPlatform
+let base: string
+beforeAll(async () => {
+  platform = await startPlatform({ cwd: ROOT, yaml: yaml(NETLIST) })
+  base = `${platform.url("chip")}/api`
+})
+afterAll(() => platform?.stop())
+
+const post = async (route: string, body: unknown) => {
+  const res = await fetch(`${base}${route}`, { method: "POST", headers: { "content-type": "application/json" }, body: typeof body === "string" ? body : JSON.stringify(body) })
+  return { status: res.status, body: await res.json() as any }
+}
+
+const source = (name: string) => fs.readFileSync(path.join(GOLDEN, `${name}.s`), "utf8")
+
+describe("chip-sim in the kernel", () => {
+  it("serves healthz, meta and the cacheable node catalogue", async () => {
+    expect(await (await fetch(`${base}/healthz`)).json()).toMatchObject({ ok: true })
+    const meta = await (await fetch(`${base}/v1/meta`)).json()
+    expect(meta).toMatchObject({ nodes: 1725, transistors: 3510, max_step: 200000, max_traced: 10000 })
+    expect(String(meta.encoding)).toMatch(/least significant bit first/)
+    const nodes = await fetch(`${base}/v1/nodes`)
+    expect(nodes.headers.get("cache-control")).toMatch(/max-age=86400/)
+    const catalogue = await nodes.json()
+    expect(Object.keys(catalogue)).toEqual(["rails", "pins", "registers", "buses", "datapath", "decode", "timing", "other"])
+    expect(catalogue.datapath).toHaveLength(49)
+    const again = await fetch(`${base}/v1/nodes`, { headers: { "if-none-match": nodes.headers.get("etag")! } })
+    expect(again.status).toBe(304)
+  })
+
+  it("assembles the golden programs byte for byte; errors are 422 {error, line}", async () => {
+    const manifest = JSON.parse(fs.readFileSync(path.join(GOLDEN, "manifest.json"), "utf8"))
+    for (const p of manifest.programs) {
+      const r = await post("/v1/assemble", { source: source(p.name), org: p.org })
+      expect(r.status).toBe(200)
+      expect(r.body.bytes).toBe(fs.readFileSync(path.join(GOLDEN, p.image)).toString("hex"))
+    }
+    const bad = await post("/v1/assemble", { source: "  lda #1\n  ldq #2\n" })
+    expect(bad.status).toBe(422)
+    expect(bad.body).toMatchObject({ line: 2 })
+    expect(bad.body.error).toMatch(/ldq/i)
+  })
+
+  it("boots a program to its first opcode fetch and steps it instruction by instruction", async () => {
+    const boot = await post("/v1/boot", { rom: { source: "  lda #$42\n  ldx #$07\n  tax\nloop: jmp loop\n" }, watch: ["cclk"] })
+    expect(boot.status).toBe(200)
+    expect(boot.body).toMatchObject({ stepped: 0, completed: true })
+    expect(boot.body.observe).toMatchObject({ half_cycle: 0, sync: 1, clk0: 0, pc: "0200", addr: "0200" })
+    expect(boot.body.listing[0]).toMatchObject({ n: 1, addr: 512, bytes: "a942" })
+    expect(boot.body.observe).toHaveProperty("cclk")
+    let machine = boot.body.machine
+    const pcs: Array<string> = []
+    for (let i = 0; i < 3; i++) {
+      const r = await post("/v1/step", { machine, until: "instruction" })
+      expect(r.status).toBe(200)
+      expect(r.body.completed).toBe(true)
+      machine = r.body.machine
+      pcs.push(r.body.observe.pc)
+    }
+    expect(pcs).toEqual(["0202", "0204", "0205"])
+    const last = await post("/v1/step", { machine, until: "instruction" })
+    expect(last.body.observe).toMatchObject({ a: "42", x: "42" })
+  })
+
+  it("resumes bit-exactly: 20 then 21 half-cycles equals 41", async () => {
+    const boot = await post("/v1/boot", { rom: { source: source("arith") } })
+    const one = await post("/v1/step", { machine: boot.body.machine, half_cycles: 41 })
+    const a = await post("/v1/step", { machine: boot.body.machine, half_cycles: 20 })
+    const b = await post("/v1/step", { machine: a.body.machine, half_cycles: 21 })
+    expect(b.body.machine).toEqual(one.body.machine)
+    expect(b.body.observe).toEqual(one.body.observe)
+    expect(one.body.stepped).toBe(41)
+  })
+
+  it("stops at until_pc, and reports completed false at the bound", async () => {
+    const boot = await post("/v1/boot", { rom: { source: "  nop\n  nop\ntarget: nop\nloop: jmp loop\n" } })
+    const hit = await post("/v1/step", { machine: boot.body.machine, until_pc: 0x0202 })
+    expect(hit.body).toMatchObject({ completed: true, observe: { pc: "0202", sync: 1 } })
+    const miss = await post("/v1/step", { machine: boot.body.machine, until_pc: 0x4000, max_half_cycles: 50 })
+    expect(miss.body).toMatchObject({ completed: false, stepped: 50 })
+  })
+
+  it("traces as objects or rows", async () => {
+    const boot = await post("/v1/boot", { rom: { source: source("stack") } })
+    const objects = await post("/v1/step", { machine: boot.body.machine, half_cycles: 6, trace: true, watch: ["cp1"] })
+    expect(objects.body.trace).toHaveLength(6)
+    expect(objects.body.trace[5]).toEqual(objects.body.observe)
+    const rows = await post("/v1/step", { machine: boot.body.machine, half_cycles: 6, trace: true, format: "rows", watch: ["cp1"] })
+    expect(rows.body.trace_rows.columns).toEqual(["hc", "clk0", "addr", "data", "rw", "sync", "pc", "a", "x", "y", "s", "p", "ir", "cp1"])
+    expect(rows.body.trace_rows.rows).toHaveLength(6)
+    expect(rows.body.trace_rows.rows[5][0]).toBe(6)
+  })
+
+  it("refuses bad requests with the specified statuses", async () => {
+    const boot = await post("/v1/boot", {})
+    const machine = boot.body.machine
+    expect((await post("/v1/step", { machine, half_cycles: 2, until: "cycle" })).status).toBe(422)
+    expect((await post("/v1/step", { machine })).status).toBe(422)
+    expect((await post("/v1/step", { machine, half_cycles: 200001 })).status).toBe(422)
+    expect((await post("/v1/step", { machine, half_cycles: 10001, trace: true })).status).toBe(422)
+    const short = { ...machine, state: { ...machine.state, value: machine.state.value.slice(2) } }
+    expect((await post("/v1/step", { machine: short, half_cycles: 1 })).status).toBe(422)
+    const nonHex = { ...machine, state: { ...machine.state, pullup: "z" + machine.state.pullup.slice(1) } }
+    expect((await post("/v1/step", { machine: nonHex, half_cycles: 1 })).status).toBe(422)
+    const v = machine.state.trans_on as string
+    const padded = { ...machine, state: { ...machine.state, trans_on: v.slice(0, -2) + (parseInt(v.slice(-2), 16) | 0x80).toString(16).padStart(2, "0") } }
+    const pad = await post("/v1/step", { machine: padded, half_cycles: 1 })
+    expect(pad.status).toBe(422)
+    expect(JSON.stringify(pad.body)).toMatch(/padding/)
+    const unknown = await post("/v1/step", { machine, half_cycles: 1, watch: ["no_such_node"] })
+    expect(unknown.status).toBe(400)
+    expect(unknown.body.error).toMatch(/no_such_node/)
+    expect((await post("/v1/step", "{not json")).status).toBe(400)
+  })
+
+  it("is unavailable, naming the folder and the fetch command, without a netlist", async () => {
+    const p = await startPlatform({ cwd: ROOT, yaml: yaml("/nonexistent/netlist") })
+    try {
+      const status = p.kernel.plugins.find((x) => x.name === "chip-sim")!
+      expect(status.status).toBe("unavailable")
+      expect(status.reason).toMatch(/\/nonexistent\/netlist.*platform chip fetch-netlist/)
+      expect((await fetch(`${p.url("chip")}/api/v1/meta`)).status).toBe(404)
+    } finally {
+      await p.stop()
+    }
+  })
+})
