@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
+command -v ca65 >/dev/null 2>&1 || missing+=(cc65)   # cross-checks the assembler in tests
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
   echo "setup: installing Debian packages: ${missing[*]}"
