@@ -40,7 +40,7 @@ export class RedisJobStore implements JobStore {
   private readonly k: { index: string; queued: string; ended: string; events: string; cancel: string }
 
   /** Connects to `url` (ioredis URL syntax) under key prefix `prefix`. */
-  constructor(url: string, readonly prefix: string) {
+  constructor(private readonly url: string, readonly prefix: string) {
     this.redis = new Redis(url, { maxRetriesPerRequest: null, lazyConnect: false }) as CasRedis
     this.redis.defineCommand("jobCas", { numberOfKeys: 4, lua: CAS })
     this.k = {
@@ -49,6 +49,21 @@ export class RedisJobStore implements JobStore {
       ended: `${prefix}:jobs:ended`,
       events: `${prefix}:jobs:events`,
       cancel: `${prefix}:jobs:cancel`
+    }
+  }
+
+  /** Resolves once Redis answers; rejects after `timeoutMs` (unreachable or refusing). */
+  async ready(timeoutMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined
+    try {
+      await Promise.race([
+        this.redis.ping(),
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`Redis at ${this.url} did not answer within ${timeoutMs} ms`)), timeoutMs)
+        })
+      ])
+    } finally {
+      clearTimeout(timer)
     }
   }
 

@@ -30,6 +30,11 @@ export interface RuntimeOptions {
   readonly role?: Role
   /** Worker name in history entries; default `<host>:<pid>`. */
   readonly workerName?: string
+  /**
+   * Start workers now (default true when the role runs workers). The `jobs` plugin passes false and
+   * calls `startWorkers` from its `start`, after every plugin registered its job types.
+   */
+  readonly startWorkers?: boolean
 }
 
 /** Outcome of `submit`. */
@@ -69,14 +74,22 @@ export class JobsRuntime {
   static async open(opts: RuntimeOptions): Promise<JobsRuntime> {
     const s = opts.settings
     const role = opts.role ?? "all"
-    const store: JobStore = s.backend === "redis"
-      ? new RedisJobStore(s.redis.url, s.redis.prefix)
-      : new FileJobStore(path.resolve(opts.dataDir))
+    let store: JobStore
+    if (s.backend === "redis") {
+      const r = new RedisJobStore(s.redis.url, s.redis.prefix)
+      await r.ready(5000).catch(async (e) => {
+        await r.close()
+        throw e
+      })
+      store = r
+    } else {
+      store = new FileJobStore(path.resolve(opts.dataDir))
+    }
     const queue: JobQueue = s.backend === "redis" ? new RedisQueue(s.redis) : new EmbeddedQueue()
     const worker = new JobWorker(store, queue, opts.lookup, opts.files, s.limits, opts.workerName)
     const rt = new JobsRuntime(s, store, queue, worker, opts.files, opts.lookup, role)
     if (s.backend === "embedded") await rt.recover()
-    if (role !== "api" && (s.workers || role === "worker")) await rt.startWorkers()
+    if (role !== "api" && (s.workers || role === "worker") && opts.startWorkers !== false) await rt.startWorkers()
     rt.startSweeper()
     return rt
   }

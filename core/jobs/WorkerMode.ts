@@ -1,0 +1,58 @@
+/**
+ * "Workers only" mode for `platform worker`: boots the kernel's plugins (so every job type is
+ * registered) without opening any listener, and runs the plugins' `start` effects, which for the
+ * `jobs` plugin means workers consuming the configured Redis queue. Several such processes, on
+ * any machines reaching the same Redis, share the work.
+ */
+import { Cause, Effect, Exit, Scope } from "effect"
+import { loadConfig, parseConfig } from "../Config.ts"
+import { boot } from "../Kernel.ts"
+import * as Logging from "../Logging.ts"
+
+/** Environment variable the `jobs` plugin reads to pick its role (`worker`: no routes, workers only). */
+export const ROLE_ENV = "PLATFORM_JOBS_ROLE"
+
+/** A running workers-only process. */
+export interface RunningWorkers {
+  /** Job types this process can run. */
+  readonly jobTypes: ReadonlyArray<string>
+  /** Stops the workers: running attempts go back to QUEUED for another worker, then connections close. */
+  stop(): Promise<void>
+}
+
+/**
+ * Boots the platform from `yaml` (a platform.yaml text) or `file` (else the config found from
+ * `cwd`) with the `jobs` plugin in worker role. Rejects with the kernel's `ConfigErrors` /
+ * `BootError`, or a `BootError` naming `jobs` when its backend is not `redis`.
+ */
+export const runWorkers = async (options: { yaml?: string; file?: string; cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<RunningWorkers> => {
+  process.env[ROLE_ENV] = "worker"
+  const cwd = options.cwd ?? process.cwd()
+  const loaded = options.yaml !== undefined
+    ? parseConfig(`${cwd}/${options.file ?? "platform.yaml"}`, options.yaml, options.env ?? process.env)
+    : await loadConfig({ path: options.file, cwd, env: options.env })
+  const scope = Effect.runSync(Scope.make())
+  const logger = Logging.layer(loaded.config.log)
+  const exit = await Effect.runPromiseExit(
+    Effect.gen(function*() {
+      const kernel = yield* boot(loaded)
+      if (!kernel.plugins.some((p) => p.name === "jobs" && p.status === "running")) {
+        return yield* Effect.fail(new Error("platform worker: plugin jobs is not enabled or not running"))
+      }
+      for (const s of kernel.starts) yield* Effect.forkScoped(s as Effect.Effect<void>)
+      return kernel
+    }).pipe(Scope.extend(scope), Effect.provide(logger))
+  )
+  if (Exit.isFailure(exit)) {
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+    throw Cause.squash(exit.cause)
+  }
+  let stopped: Promise<void> | undefined
+  return {
+    jobTypes: exit.value.jobTypes.ids(),
+    stop() {
+      stopped ??= Effect.runPromise(Scope.close(scope, Exit.void).pipe(Effect.provide(logger)))
+      return stopped
+    }
+  }
+}

@@ -1,0 +1,82 @@
+/**
+ * Plugin `jobs`: the asynchronous Jobs API (research-jobs spec) on listener `jobs` (port 9003 by
+ * default) and the `files` store served beside it at `/files`. It builds the jobs runtime
+ * (`core/jobs`) from its config and runs workers; job types come from every plugin's `jobTypes`
+ * contribution through `JobTypeRegistry`, looked up when a job is submitted or delivered, so
+ * plugins that depend on `jobs` (set up after it) still plug in.
+ *
+ * Role: `all` (API and, with `workers: true`, workers) for `platform serve`; `worker` (no
+ * routes, workers only, against Redis) when the process is `platform worker` (see
+ * `core/jobs/WorkerMode.ts`, which sets `PLATFORM_JOBS_ROLE=worker`).
+ */
+import * as path from "node:path"
+import { Effect, Schema } from "effect"
+import { definePlugin, PluginBootError } from "../../core/Plugin.ts"
+import { JobTypeRegistry } from "../../core/Services.ts"
+import { FilesSettings, makeFileStore, uploadKey } from "../../core/jobs/FileStore.ts"
+import { routes } from "../../core/jobs/Http.ts"
+import { JobsRuntime, type Role } from "../../core/jobs/Runtime.ts"
+import { JobsSettings } from "../../core/jobs/Settings.ts"
+import { ROLE_ENV } from "../../core/jobs/WorkerMode.ts"
+
+/** Config of `plugins.jobs` in platform.yaml: the runtime settings plus the file store. */
+export const JobsConfig = Schema.extend(
+  JobsSettings,
+  Schema.Struct({
+    files: Schema.optionalWith(FilesSettings, { default: () => Schema.decodeSync(FilesSettings)({}) }),
+    /** SSE keep-alive comment interval, seconds. */
+    events_heartbeat_s: Schema.optionalWith(Schema.Number.pipe(Schema.positive()), { default: () => 15 })
+  })
+).annotations({ identifier: "JobsConfig" })
+export type JobsConfig = typeof JobsConfig.Type
+
+export default definePlugin({
+  name: "jobs",
+  version: "0.1.0",
+  description: "Asynchronous Jobs API (submit, poll, list, cancel, SSE progress) with embedded or Redis/BullMQ queues and workers, plus the files store.",
+  defaultListener: "jobs",
+  config: JobsConfig,
+  setup: (ctx) =>
+    Effect.gen(function*() {
+      const registry = yield* JobTypeRegistry
+      const role: Role = process.env[ROLE_ENV] === "worker" ? "worker" : "all"
+      if (role === "worker" && ctx.config.backend !== "redis") {
+        return yield* Effect.fail(new PluginBootError({ reason: "platform worker needs plugins.jobs.backend: redis (the embedded queue lives inside the serving process)" }))
+      }
+      const files = yield* Effect.try({
+        try: () =>
+          makeFileStore(ctx.config.files, ctx.dataDir, () => {
+            const l = ctx.listenerInfo(ctx.listener)
+            // A worker process serves nothing: its URLs must come from files.url (the API's address).
+            return l ? `${l.url}/files` : "http://127.0.0.1:9003/files"
+          }),
+        catch: (e) => new PluginBootError({ reason: `files: ${(e as Error).message}` })
+      })
+      const rt = yield* Effect.acquireRelease(
+        Effect.tryPromise({
+          try: () =>
+            JobsRuntime.open({
+              settings: ctx.config,
+              dataDir: path.join(ctx.dataDir, "store"),
+              lookup: (id) => registry.get(id),
+              files,
+              role,
+              // Workers start in `start`, once every plugin has registered its job types.
+              startWorkers: false
+            }),
+          catch: (e) => new PluginBootError({ reason: `jobs store (${ctx.config.backend}): ${(e as Error).message}` })
+        }),
+        (rt) => Effect.promise(() => rt.close())
+      )
+      const key = uploadKey(ctx.config.files)
+      return {
+        routes: role === "worker" ? [] : routes(rt, files, {
+          ...(key ? { uploadKey: key } : {}),
+          maxUploadBytes: ctx.config.files.max_upload_bytes,
+          heartbeatMs: ctx.config.events_heartbeat_s * 1000
+        }),
+        start: Effect.promise(() => (role === "worker" || ctx.config.workers ? rt.startWorkers() : Promise.resolve())),
+        status: () => ({ backend: ctx.config.backend, role, workers: role === "worker" || ctx.config.workers, job_types: registry.ids() })
+      }
+    })
+})
