@@ -70,7 +70,7 @@ export const isValidBlob = (hex: unknown, kind: BlobKind): hex is string => blob
  * Decodes a blob into one byte (0/1) per item.
  * @throws EngineStateError naming `field` when the blob is malformed.
  */
-export const decodeBits = (hex: string, kind: BlobKind, field = kind): Uint8Array => {
+export const decodeBits = (hex: string, kind: BlobKind, field: string = kind): Uint8Array => {
   const problem = blobProblem(hex, kind)
   if (problem !== undefined) throw new EngineStateError(`state.${field}: ${problem}`)
   const items = itemCount(kind)
