@@ -1,0 +1,159 @@
+/**
+ * Process-level behaviour: a worker process killed mid-job (SIGKILL) loses nothing, its job runs
+ * again (attempt counted) and completes; cancel reaches a worker in another process; graceful
+ * shutdown hands running jobs back. Children are real `platform serve` / `platform worker`
+ * processes (test/plugins/jobs/fixtures/serve.ts) on a private redis-server.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as http from "node:http"
+import type { AddressInfo } from "node:net"
+import * as path from "node:path"
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import { ROOT, startPlatform } from "../../../core/Kernel.ts"
+import type { Job } from "../../../core/jobs/Job.ts"
+import { jobsClient, platformYaml, startRedis, tempDir, type TestRedis } from "../../core/jobs/support.ts"
+
+const SCRIPT = path.join(import.meta.dirname, "fixtures", "serve.ts")
+const children: Array<ChildProcess> = []
+
+/** Spawns a serve/worker child and resolves with what it printed after READY. */
+const spawnChild = (yaml: string, role: "serve" | "worker" = "serve"): Promise<{ child: ChildProcess; ready: string }> =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", "tsx", SCRIPT], {
+      cwd: ROOT,
+      env: { ...process.env, JOBS_TEST_YAML: yaml, JOBS_TEST_ROLE: role },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    children.push(child)
+    let out = ""
+    let err = ""
+    child.stdout!.on("data", (d) => {
+      out += d
+      const m = /READY (.*)\n/.exec(out)
+      if (m) resolve({ child, ready: m[1]! })
+    })
+    child.stderr!.on("data", (d) => (err += d))
+    child.once("exit", (code) => reject(new Error(`child exited ${code}: ${err}`)))
+  })
+
+const kill = (c: ChildProcess, signal: NodeJS.Signals = "SIGKILL") =>
+  new Promise<void>((resolve) => {
+    if (c.exitCode !== null || c.signalCode !== null) return resolve()
+    c.once("exit", () => resolve())
+    c.kill(signal)
+  })
+
+afterEach(async () => {
+  for (const c of children.splice(0)) await kill(c)
+})
+
+let redis: TestRedis
+beforeAll(async () => {
+  redis = await startRedis()
+})
+afterAll(async () => {
+  await redis?.stop()
+})
+
+const runs = (marker: string) => fs.readFileSync(marker, "utf8").trim().split("\n")
+
+describe("restart recovery", () => {
+  it("embedded: a serving process killed mid-job; after restart the job runs again (attempt counted) and completes", async () => {
+    const dataDir = tempDir()
+    const marker = path.join(dataDir, "marker")
+    const yaml = platformYaml({ backend: "embedded", dataDir })
+    const first = await spawnChild(yaml)
+    const api1 = jobsClient(first.ready)
+    const queuedBehind = [] as Array<string>
+    const r = await api1.submit("echo", { value: "survivor", sleep_ms: 1200, marker })
+    for (let i = 0; i < 6; i++) queuedBehind.push((await api1.submit("echo", { value: `q${i}`, sleep_ms: 400 })).body.job_id)
+    await api1.waitFor(r.body.job_id, (j) => j.status === "PROCESSING" && j.progress > 10)
+    await kill(first.child)
+    const second = await spawnChild(yaml)
+    const api2 = jobsClient(second.ready)
+    const j = await api2.waitFor(r.body.job_id)
+    expect(j).toMatchObject({ status: "COMPLETED", attempts: 2, result: { value: "survivor", attempt: 2 } })
+    expect(j.history.map((h) => h.status)).toEqual(["PENDING", "QUEUED", "PROCESSING", "FAILED", "QUEUED", "PROCESSING", "COMPLETED"])
+    expect(j.history[3]!.error).toMatch(/lost during attempt 1/)
+    expect(runs(marker)).toHaveLength(2)
+    for (const id of queuedBehind) expect((await api2.waitFor(id)).status).toBe("COMPLETED")
+    expect((await api2.list("job_type=echo")).body.total).toBe(7)
+  })
+
+  it("redis: a `platform worker` process killed mid-job; another worker picks the job up and completes it", async () => {
+    const dataDir = tempDir()
+    const marker = path.join(dataDir, "marker")
+    const prefix = "rk"
+    const apiYaml = platformYaml({ backend: "redis", dataDir, redisUrl: redis.url, prefix, workers: false, lockS: 1 })
+    const platform = await startPlatform({ cwd: ROOT, yaml: apiYaml })
+    try {
+      const api = jobsClient(platform.url("jobs"))
+      const workerYaml = platformYaml({ backend: "redis", dataDir: tempDir(), redisUrl: redis.url, prefix, lockS: 1 })
+      const w1 = await spawnChild(workerYaml, "worker")
+      expect(w1.ready).toMatch(/echo/)
+      const r = await api.submit("echo", { value: "survivor", sleep_ms: 1200, marker })
+      const running = await api.waitFor(r.body.job_id, (j) => j.status === "PROCESSING" && j.progress > 10)
+      expect(running.worker).toMatch(new RegExp(`:${w1.child.pid}$`))
+      await kill(w1.child)
+      const w2 = await spawnChild(workerYaml, "worker")
+      const j = await api.waitFor(r.body.job_id, undefined, 20_000)
+      expect(j).toMatchObject({ status: "COMPLETED", attempts: 2, result: { attempt: 2 } })
+      expect(j.history.filter((h) => h.status === "PROCESSING").map((h) => h.worker)).toEqual([`${running.worker}`, expect.stringMatching(new RegExp(`:${w2.child.pid}$`))])
+      expect(runs(marker)).toHaveLength(2)
+    } finally {
+      await platform.stop()
+    }
+  })
+
+  it("redis: DELETE in the API process aborts the handler's fetch in a worker process within a second", async () => {
+    const closed: Array<number> = []
+    let opened = 0
+    const server = http.createServer((req) => {
+      opened++
+      req.socket.on("close", () => closed.push(Date.now()))
+    })
+    await new Promise<void>((res) => server.listen(0, "127.0.0.1", res))
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hang`
+    const prefix = "rc"
+    const platform = await startPlatform({ cwd: ROOT, yaml: platformYaml({ backend: "redis", dataDir: tempDir(), redisUrl: redis.url, prefix, workers: false }) })
+    try {
+      const api = jobsClient(platform.url("jobs"))
+      await spawnChild(platformYaml({ backend: "redis", dataDir: tempDir(), redisUrl: redis.url, prefix }), "worker")
+      const r = await api.submit("fetch", { url })
+      await api.waitFor(r.body.job_id, (j) => j.status === "PROCESSING")
+      while (opened === 0) await new Promise((res) => setTimeout(res, 10))
+      const t0 = Date.now()
+      expect((await api.cancel(r.body.job_id)).body.status).toBe("CANCELLED")
+      while (closed.length === 0 && Date.now() - t0 < 3000) await new Promise((res) => setTimeout(res, 10))
+      expect(closed[0]! - t0).toBeLessThan(1000)
+      await new Promise((res) => setTimeout(res, 200))
+      expect((await api.get(r.body.job_id)).status).toBe("CANCELLED")
+    } finally {
+      await platform.stop()
+      server.closeAllConnections()
+      server.close()
+    }
+  })
+
+  it("redis: a worker stopped gracefully hands its running job back; another worker completes it", async () => {
+    const prefix = "rg"
+    const platform = await startPlatform({ cwd: ROOT, yaml: platformYaml({ backend: "redis", dataDir: tempDir(), redisUrl: redis.url, prefix, workers: false }) })
+    try {
+      const api = jobsClient(platform.url("jobs"))
+      const workerYaml = platformYaml({ backend: "redis", dataDir: tempDir(), redisUrl: redis.url, prefix })
+      const w1 = await spawnChild(workerYaml, "worker")
+      const r = await api.submit("echo", { value: "handed back", sleep_ms: 2000 })
+      await api.waitFor(r.body.job_id, (j) => j.status === "PROCESSING")
+      await kill(w1.child, "SIGTERM")
+      const back = await api.get(r.body.job_id)
+      expect(back.status).toBe("QUEUED")
+      expect(back.history.at(-1)).toMatchObject({ status: "QUEUED", error: "worker shut down during the attempt" })
+      await spawnChild(workerYaml, "worker")
+      const j: Job = await api.waitFor(r.body.job_id)
+      expect(j).toMatchObject({ status: "COMPLETED", attempts: 2 })
+    } finally {
+      await platform.stop()
+    }
+  })
+})
