@@ -1,0 +1,155 @@
+/**
+ * The `browser` job type (research-jobs spec, "browser"): a scripted session in a fresh context.
+ *
+ * The page first loads `url`, then runs `actions` in order. The job's `timeout` (ms, default
+ * 30000) bounds the whole script, initial load included: every Playwright call gets the time
+ * left as its timeout, and when it runs out the context is closed and the job fails `TIMEOUT`.
+ *
+ * `extracted_data` is keyed by the `extract_text` action's `selector`, exactly as written; the
+ * value is the rendered text (`innerText`, trimmed) of the first element matching it. Extracting
+ * the same selector twice keeps the later text. Each `screenshot` action stores a PNG of the
+ * viewport (or the full page with `full_page: true`) and adds `{action_index, file_url, width,
+ * height}` to `screenshots`.
+ *
+ * A failing action fails the job with a message naming it: `actions[3] (click) failed: …`
+ * (0-based index into `actions`, then its type); the kind follows the cause (TIMEOUT,
+ * NETWORK_ERROR, REMOTE_ERROR for an HTTP error page or an element that does not fit the action).
+ */
+import { Schema } from "effect"
+import type { Page } from "playwright-core"
+import { JobFailure, type JobType } from "../../core/Contribution.ts"
+import { abortFailure, DeadlineExceeded } from "../../core/net/Failure.ts"
+import type { GeoResolver } from "../../core/net/GeoRouting.ts"
+import { sleep } from "../../core/net/RateLimiter.ts"
+import type { BrowserPool } from "./BrowserPool.ts"
+import { imageDimensions } from "./Image.ts"
+import { gotoChecked, playwrightFailure } from "./Navigate.ts"
+import { type BrowserJobSettings, HttpUrl } from "./Screenshot.ts"
+
+const Selector = Schema.String.pipe(Schema.minLength(1), Schema.annotations({ description: "Playwright selector (CSS by default; `text=`, `xpath=` prefixes work)" }))
+
+/** One action; `type` selects the parameters (spec table). */
+export const Action = Schema.Union(
+  Schema.Struct({ type: Schema.Literal("navigate"), url: Schema.String.pipe(Schema.minLength(1)).annotations({ description: "absolute, or relative to the current page" }) }),
+  Schema.Struct({ type: Schema.Literal("click"), selector: Selector }),
+  Schema.Struct({ type: Schema.Literal("fill"), selector: Selector, value: Schema.String }),
+  Schema.Struct({ type: Schema.Literal("select"), selector: Selector, value: Schema.String.annotations({ description: "option value (or label)" }) }),
+  Schema.Struct({ type: Schema.Literal("wait"), ms: Schema.Int.pipe(Schema.between(0, 3_600_000)) }),
+  Schema.Struct({ type: Schema.Literal("wait_for_element"), selector: Selector }),
+  Schema.Struct({ type: Schema.Literal("extract_text"), selector: Selector }),
+  Schema.Struct({ type: Schema.Literal("screenshot"), full_page: Schema.optionalWith(Schema.Boolean, { default: () => false }) })
+).annotations({ identifier: "BrowserAction" })
+export type Action = typeof Action.Type
+
+/** The browser payload (spec). */
+export const BrowserPayload = Schema.Struct({
+  url: HttpUrl,
+  actions: Schema.Array(Action).pipe(Schema.maxItems(500)),
+  timeout: Schema.optionalWith(Schema.Int.pipe(Schema.between(100, 3_600_000)), { default: () => 30_000 }).annotations({ description: "ms for the whole script" }),
+  geo: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null })
+}).annotations({ identifier: "BrowserPayload" })
+export type BrowserPayload = typeof BrowserPayload.Type
+
+/** The browser result: the spec's fields plus `screenshots` (stored by `screenshot` actions). */
+export const BrowserResult = Schema.Struct({
+  success: Schema.Boolean,
+  actions_executed: Schema.Int,
+  extracted_data: Schema.Record({ key: Schema.String, value: Schema.String }),
+  final_url: Schema.String,
+  screenshots: Schema.Array(Schema.Struct({ action_index: Schema.Int, file_url: Schema.String, width: Schema.Int, height: Schema.Int }))
+}).annotations({ identifier: "BrowserResult" })
+export type BrowserResult = typeof BrowserResult.Type
+
+/** Builds the `browser` job type. */
+export const browserJob = (pool: BrowserPool, geo: GeoResolver, s: BrowserJobSettings): JobType<BrowserPayload, BrowserResult> => ({
+  id: "browser",
+  description: "Runs a scripted browser session (navigate, click, fill, select, wait, wait_for_element, extract_text, screenshot) in headless Chromium.",
+  payload: BrowserPayload,
+  result: BrowserResult,
+  handler: async (p, ctx) => {
+    const route = await geo.resolve(p.geo, ctx.signal)
+    const deadline = Date.now() + p.timeout
+    const timer = new AbortController()
+    const t = setTimeout(() => timer.abort(new DeadlineExceeded(p.timeout, "browser script")), p.timeout)
+    const signal = AbortSignal.any([ctx.signal, timer.signal])
+    const left = () => Math.max(1, deadline - Date.now())
+    let step = "initial navigation"
+    try {
+      return await pool.withContext(
+        { viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1, ...(route.kind === "proxy" ? { proxy: { server: route.proxyUrl } } : {}) },
+        signal,
+        async (context) => {
+          const page = await context.newPage()
+          const nav = (url: string) =>
+            gotoChecked(page, url, { timeoutMs: left(), max429Retries: s.max429Retries, backoffBaseMs: s.backoffBaseMs, backoffMaxMs: s.backoffMaxMs, signal })
+          await nav(p.url)
+          const extracted: Record<string, string> = {}
+          const shots: Array<BrowserResult["screenshots"][number]> = []
+          for (const [i, a] of p.actions.entries()) {
+            step = `actions[${i}] (${a.type})`
+            page.setDefaultTimeout(left())
+            await runAction(page, a, i, { nav, extracted, shots, signal, files: ctx.files, left })
+            await ctx.progress(Math.round((100 * (i + 1)) / Math.max(1, p.actions.length)), `${step} done`)
+          }
+          return { success: true, actions_executed: p.actions.length, extracted_data: extracted, final_url: page.url(), screenshots: shots }
+        }
+      )
+    } catch (e) {
+      if (ctx.signal.aborted) throw abortFailure(ctx.signal)
+      if (timer.signal.aborted) throw new JobFailure("TIMEOUT", `browser script exceeded its timeout of ${p.timeout} ms during ${step}`, true)
+      const f = playwrightFailure(e, step)
+      // Name the step even when the cause came from a layer that did not know it.
+      throw f.message.startsWith(step) ? f : new JobFailure(f.kind, `${step} failed: ${f.message}`, f.retryable)
+    } finally {
+      clearTimeout(t)
+    }
+  }
+})
+
+interface ActionEnv {
+  readonly nav: (url: string) => Promise<unknown>
+  readonly extracted: Record<string, string>
+  readonly shots: Array<BrowserResult["screenshots"][number]>
+  readonly signal: AbortSignal
+  readonly files: Parameters<JobType["handler"]>[1]["files"]
+  readonly left: () => number
+}
+
+const runAction = async (page: Page, a: Action, i: number, env: ActionEnv): Promise<void> => {
+  switch (a.type) {
+    case "navigate": {
+      const target = new URL(a.url, page.url()).href
+      if (!/^https?:/.test(target)) throw new JobFailure("VALIDATION_ERROR", `navigate: "${a.url}" is not an http(s) URL`, false)
+      await env.nav(target)
+      return
+    }
+    case "click":
+      await page.click(a.selector)
+      return
+    case "fill":
+      await page.fill(a.selector, a.value)
+      return
+    case "select": {
+      // A string matches an option's value or its label (Playwright waits for it to exist).
+      const chosen = await page.selectOption(a.selector, a.value)
+      if (chosen.length === 0) throw new JobFailure("REMOTE_ERROR", `no option "${a.value}" in ${a.selector}`, false)
+      return
+    }
+    case "wait":
+      await sleep(a.ms, env.signal)
+      return
+    case "wait_for_element":
+      await page.waitForSelector(a.selector, { state: "visible" })
+      return
+    case "extract_text":
+      env.extracted[a.selector] = (await page.locator(a.selector).first().innerText()).trim()
+      return
+    case "screenshot": {
+      const image = await page.screenshot({ fullPage: a.full_page, type: "png" })
+      const { width, height } = imageDimensions(image)
+      const stored = await env.files.put(`action-${i}-screenshot.png`, image, "image/png")
+      env.shots.push({ action_index: i, file_url: stored.url, width, height })
+      return
+    }
+  }
+}

@@ -1,0 +1,71 @@
+/**
+ * Plugin `job-browser`: the `screenshot` and `browser` job types and the `screenshot` graph
+ * operation, driving Debian's Chromium with `playwright-core` (never a downloaded browser).
+ *
+ * One Chromium per worker process, launched on the first job and kept warm; a fresh context
+ * per job. Setup fails with `PluginUnavailable` when `chromium_path` is not an executable, so a
+ * machine without Chromium keeps serving everything else. The browser closes with the platform.
+ */
+import { Effect, Option, Schema } from "effect"
+import { accessSync, constants } from "node:fs"
+import { directOnly, GeoRouter } from "../../core/net/GeoRouting.ts"
+import { definePlugin, PluginUnavailable } from "../../core/Plugin.ts"
+import { browserJob } from "./Browser.ts"
+import { BrowserPool, DEFAULT_ARGS } from "./BrowserPool.ts"
+import { type BrowserJobSettings, screenshotJob, screenshotOp } from "./Screenshot.ts"
+
+const opt = <A, I>(s: Schema.Schema<A, I>, d: A) => Schema.optionalWith(s, { default: () => d })
+
+/** Config of `plugins.job-browser` in platform.yaml. */
+export const BrowserConfig = Schema.Struct({
+  chromium_path: opt(Schema.String, "/usr/bin/chromium"),
+  chromium_args: opt(Schema.Array(Schema.String), [...DEFAULT_ARGS]).annotations({ description: "Chromium command-line flags" }),
+  launch_timeout_ms: opt(Schema.Int.pipe(Schema.between(1_000, 300_000)), 30_000),
+  navigation_timeout_ms: opt(Schema.Int.pipe(Schema.between(100, 600_000)), 30_000).annotations({ description: "per page load of a screenshot job" }),
+  max_urls: opt(Schema.Int.pipe(Schema.between(1, 100)), 50).annotations({ description: "URLs per screenshot job" }),
+  jpeg_quality: opt(Schema.Int.pipe(Schema.between(1, 100)), 80),
+  max_429_retries: opt(Schema.Int.pipe(Schema.between(0, 10)), 3),
+  backoff_base_ms: opt(Schema.Int.pipe(Schema.between(0, 600_000)), 2_000),
+  backoff_max_ms: opt(Schema.Int.pipe(Schema.between(0, 3_600_000)), 60_000)
+}).annotations({ identifier: "JobBrowserConfig" })
+export type BrowserConfig = typeof BrowserConfig.Type
+
+/** The job settings of a decoded config. */
+export const browserSettings = (c: BrowserConfig): BrowserJobSettings => ({
+  navigationTimeoutMs: c.navigation_timeout_ms,
+  max429Retries: c.max_429_retries,
+  backoffBaseMs: c.backoff_base_ms,
+  backoffMaxMs: c.backoff_max_ms,
+  jpegQuality: c.jpeg_quality,
+  maxUrls: c.max_urls
+})
+
+/** The pool of a decoded config (launches nothing until the first job). */
+export const makeBrowserPool = (c: BrowserConfig, tag?: string): BrowserPool =>
+  new BrowserPool({ executablePath: c.chromium_path, args: c.chromium_args, launchTimeoutMs: c.launch_timeout_ms, tag })
+
+export default definePlugin({
+  name: "job-browser",
+  version: "0.1.0",
+  description: "screenshot and browser jobs in headless Chromium (playwright-core); screenshot graph operation.",
+  dependsOn: ["jobs"],
+  config: BrowserConfig,
+  setup: (ctx) =>
+    Effect.gen(function* () {
+      const c = ctx.config
+      try {
+        accessSync(c.chromium_path, constants.X_OK)
+      } catch {
+        return yield* Effect.fail(new PluginUnavailable({ reason: `Chromium not found at ${c.chromium_path} (apt-get install -y chromium, or set plugins.job-browser.chromium_path)` }))
+      }
+      const geo = Option.getOrElse(yield* Effect.serviceOption(GeoRouter), () => directOnly)
+      // Released with the platform scope: no Chromium outlives the platform.
+      const pool = yield* Effect.acquireRelease(Effect.sync(() => makeBrowserPool(c)), (p) => Effect.promise(() => p.close()))
+      const s = browserSettings(c)
+      return {
+        jobTypes: [screenshotJob(pool, geo, s), browserJob(pool, geo, s)],
+        graphOps: [screenshotOp(pool, geo, s)],
+        status: () => ({ chromium: c.chromium_path, browser_warm: pool.warm, launches: pool.launches, open_contexts: pool.openContexts })
+      }
+    })
+})
