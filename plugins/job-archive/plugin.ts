@@ -65,6 +65,8 @@ export default definePlugin({
   version: "0.1.0",
   description: "lazarus jobs: historical snapshots from the Wayback Machine (CDX + id_) and Common Crawl (CDX + WARC ranges); archive_discover and fetch_archive graph operations.",
   dependsOn: ["jobs"],
+  // No routes of its own; jobs and graph operations are served by the `jobs` listener.
+  defaultListener: "jobs",
   config: ArchiveConfig,
   setup: (ctx) =>
     Effect.gen(function* () {

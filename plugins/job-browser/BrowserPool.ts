@@ -26,7 +26,7 @@ export interface BrowserPoolOptions {
   readonly args: ReadonlyArray<string>
   /** Launch deadline, ms. */
   readonly launchTimeoutMs: number
-  /** Marks the processes (`TAG_ENV`); random when absent. */
+  /** Marks the processes (`TAG_ENV`); `<pid>-<random>` when absent. */
   readonly tag?: string
 }
 
@@ -59,7 +59,8 @@ export class BrowserPool {
   openContexts = 0
 
   constructor(readonly options: BrowserPoolOptions) {
-    this.tag = options.tag ?? randomBytes(6).toString("hex")
+    // The pid prefix lets a process find the Chromiums it started without knowing the pool.
+    this.tag = options.tag ?? `${process.pid}-${randomBytes(6).toString("hex")}`
   }
 
   /** True when a connected browser is ready (the next job skips the launch). */

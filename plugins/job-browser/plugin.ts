@@ -49,6 +49,8 @@ export default definePlugin({
   version: "0.1.0",
   description: "screenshot and browser jobs in headless Chromium (playwright-core); screenshot graph operation.",
   dependsOn: ["jobs"],
+  // No routes of its own; jobs and graph operations are served by the `jobs` listener.
+  defaultListener: "jobs",
   config: BrowserConfig,
   setup: (ctx) =>
     Effect.gen(function* () {

@@ -51,6 +51,8 @@ export default definePlugin({
   version: "0.1.0",
   description: "transcript jobs: YouTube captions via the InnerTube player API and timedtext, with language fallback; youtube_search graph operation.",
   dependsOn: ["jobs"],
+  // No routes of its own; jobs and graph operations are served by the `jobs` listener.
+  defaultListener: "jobs",
   config: TranscriptConfig,
   setup: (ctx) =>
     Effect.gen(function* () {

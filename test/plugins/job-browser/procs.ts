@@ -5,9 +5,9 @@
 import { readdirSync, readFileSync } from "node:fs"
 import { TAG_ENV } from "../../../plugins/job-browser/BrowserPool.ts"
 
-/** Pids whose environment carries `TAG_ENV=tag` (Linux `/proc`). */
-export const taggedPids = (tag: string): number[] => {
-  const needle = `${TAG_ENV}=${tag}\0`
+/** Pids whose environment carries `TAG_ENV=tag` (Linux `/proc`); `prefix` matches tags starting with `tag`. */
+export const taggedPids = (tag: string, prefix = false): number[] => {
+  const needle = `${TAG_ENV}=${tag}${prefix ? "" : "\0"}`
   const out: number[] = []
   for (const d of readdirSync("/proc")) {
     if (!/^\d+$/.test(d)) continue
@@ -21,10 +21,10 @@ export const taggedPids = (tag: string): number[] => {
 }
 
 /** Waits until no tagged process is left (Chromium's helpers exit a moment after the browser). */
-export const waitNoTagged = async (tag: string, ms = 5_000): Promise<number[]> => {
+export const waitNoTagged = async (tag: string, ms = 5_000, prefix = false): Promise<number[]> => {
   const until = Date.now() + ms
   for (;;) {
-    const left = taggedPids(tag)
+    const left = taggedPids(tag, prefix)
     if (left.length === 0 || Date.now() > until) return left
     await new Promise((r) => setTimeout(r, 100))
   }
