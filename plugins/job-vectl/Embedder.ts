@@ -1,7 +1,8 @@
 /**
  * Embedders: text to 768-dimensional unit vectors (the spec's dimension). Three kinds:
  * - `hashing`: deterministic feature hashing of word unigrams and bigrams (signed, sublinear term
- *   frequency). Lexical only, no model, always available: the embedded default.
+ *   frequency, English stopwords dropped). Lexical only, no model, always available: the
+ *   embedded default.
  * - `openai`: any OpenAI-compatible `POST {base_url}/embeddings` endpoint, in batches of
  *   `EMBED_BATCH_SIZE` (32); asks for 768 dimensions and refuses other lengths.
  * - `llama-cpp`: a GGUF embedding model run in-process by node-llama-cpp (nomic-embed-text v1.5
@@ -65,8 +66,19 @@ export const normalize = (v: Float32Array): Float32Array => {
   return v
 }
 
-/** Lower-cased word tokens (letters and digits of any script). */
-export const tokens = (text: string): Array<string> => text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []
+/**
+ * English function words the hashing embedder ignores: without IDF weights they would dominate
+ * the similarity of short texts ("the" in a query matching every sentence).
+ */
+export const STOPWORDS: ReadonlySet<string> = new Set((
+  "a an and are as at be been but by can could did do does for from had has have he her his how i if in into is it its " +
+  "me my no not of on or our she so than that the their them then there these they this those to was we were what when " +
+  "where which who why will with would you your many much"
+).split(" "))
+
+/** Lower-cased word tokens (letters and digits of any script), stopwords removed. */
+export const tokens = (text: string): Array<string> =>
+  (text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).filter((t) => !STOPWORDS.has(t))
 
 /**
  * The hashing embedding of one text: each unigram (weight 1) and bigram (weight 0.5) is hashed
