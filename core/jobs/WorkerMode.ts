@@ -12,6 +12,9 @@ import * as Logging from "../Logging.ts"
 /** Environment variable the `jobs` plugin reads to pick its role (`worker`: no routes, workers only). */
 export const ROLE_ENV = "PLATFORM_JOBS_ROLE"
 
+/** Environment variable overriding `limits.worker_concurrency` of the `jobs` plugin (worker processes). */
+export const CONCURRENCY_ENV = "PLATFORM_JOBS_CONCURRENCY"
+
 /** A running workers-only process. */
 export interface RunningWorkers {
   /** Job types this process can run. */
@@ -22,11 +25,14 @@ export interface RunningWorkers {
 
 /**
  * Boots the platform from `yaml` (a platform.yaml text) or `file` (else the config found from
- * `cwd`) with the `jobs` plugin in worker role. Rejects with the kernel's `ConfigErrors` /
+ * `cwd`) with the `jobs` plugin in worker role; `concurrency` overrides `worker_concurrency`. Rejects with the kernel's `ConfigErrors` /
  * `BootError`, or a `BootError` naming `jobs` when its backend is not `redis`.
  */
-export const runWorkers = async (options: { yaml?: string; file?: string; cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<RunningWorkers> => {
+export const runWorkers = async (
+  options: { yaml?: string; file?: string; cwd?: string; env?: NodeJS.ProcessEnv; concurrency?: number } = {}
+): Promise<RunningWorkers> => {
   process.env[ROLE_ENV] = "worker"
+  if (options.concurrency) process.env[CONCURRENCY_ENV] = String(options.concurrency)
   const cwd = options.cwd ?? process.cwd()
   const loaded = options.yaml !== undefined
     ? parseConfig(`${cwd}/${options.file ?? "platform.yaml"}`, options.yaml, options.env ?? process.env)

@@ -17,7 +17,7 @@ import { FilesSettings, makeFileStore, uploadKey } from "../../core/jobs/FileSto
 import { routes } from "../../core/jobs/Http.ts"
 import { JobsRuntime, type Role } from "../../core/jobs/Runtime.ts"
 import { JobsSettings } from "../../core/jobs/Settings.ts"
-import { ROLE_ENV } from "../../core/jobs/WorkerMode.ts"
+import { CONCURRENCY_ENV, ROLE_ENV } from "../../core/jobs/WorkerMode.ts"
 
 /** Config of `plugins.jobs` in platform.yaml: the runtime settings plus the file store. */
 export const JobsConfig = Schema.extend(
@@ -40,6 +40,8 @@ export default definePlugin({
     Effect.gen(function*() {
       const registry = yield* JobTypeRegistry
       const role: Role = process.env[ROLE_ENV] === "worker" ? "worker" : "all"
+      const concurrency = role === "worker" ? Number(process.env[CONCURRENCY_ENV]) || undefined : undefined
+      const settings = concurrency ? { ...ctx.config, limits: { ...ctx.config.limits, worker_concurrency: concurrency } } : ctx.config
       if (role === "worker" && ctx.config.backend !== "redis") {
         return yield* Effect.fail(new PluginBootError({ reason: "platform worker needs plugins.jobs.backend: redis (the embedded queue lives inside the serving process)" }))
       }
@@ -56,7 +58,7 @@ export default definePlugin({
         Effect.tryPromise({
           try: () =>
             JobsRuntime.open({
-              settings: ctx.config,
+              settings,
               dataDir: path.join(ctx.dataDir, "store"),
               lookup: (id) => registry.get(id),
               files,

@@ -17,24 +17,34 @@ import { jobsClient, platformYaml, startRedis, tempDir, type TestRedis } from ".
 const SCRIPT = path.join(import.meta.dirname, "fixtures", "serve.ts")
 const children: Array<ChildProcess> = []
 
-/** Spawns a serve/worker child and resolves with what it printed after READY. */
+/**
+ * Spawns a child and resolves with what it printed after its ready line: `serve` runs the
+ * fixture script (prints `READY <url>`), `worker` runs the real CLI, `platform worker -c FILE`
+ * (prints `running job types ...`).
+ */
 const spawnChild = (yaml: string, role: "serve" | "worker" = "serve"): Promise<{ child: ChildProcess; ready: string }> =>
   new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", SCRIPT], {
+    let args = ["--import", "tsx", SCRIPT]
+    if (role === "worker") {
+      const file = path.join(tempDir(), "platform.yaml")
+      fs.writeFileSync(file, yaml)
+      args = [path.join(ROOT, "bin", "platform.js"), "worker", "--config", file]
+    }
+    const child = spawn(process.execPath, args, {
       cwd: ROOT,
-      env: { ...process.env, JOBS_TEST_YAML: yaml, JOBS_TEST_ROLE: role },
+      env: { ...process.env, JOBS_TEST_YAML: yaml },
       stdio: ["ignore", "pipe", "pipe"]
     })
     children.push(child)
     let out = ""
-    let err = ""
-    child.stdout!.on("data", (d) => {
+    const onData = (d: Buffer) => {
       out += d
-      const m = /READY (.*)\n/.exec(out)
+      const m = /(?:READY|running job types) (.*)\n/.exec(out)
       if (m) resolve({ child, ready: m[1]! })
-    })
-    child.stderr!.on("data", (d) => (err += d))
-    child.once("exit", (code) => reject(new Error(`child exited ${code}: ${err}`)))
+    }
+    child.stdout!.on("data", onData)
+    child.stderr!.on("data", onData)
+    child.once("exit", (code) => reject(new Error(`child exited ${code}: ${out}`)))
   })
 
 const kill = (c: ChildProcess, signal: NodeJS.Signals = "SIGKILL") =>
