@@ -208,7 +208,8 @@ export class LlamaCppEngine implements Engine {
       return { prompt_tokens: prompt, completion_tokens: completionTokens, total_tokens: prompt + completionTokens }
     }
 
-    const run = async (): Promise<{ text: string; finish: FinishReason; usage: Usage }> => {
+    // Grammar first: a bad `response_format` is a 400 before a stream commits to 200.
+    const prepare = async (): Promise<void> => {
       const format = req.response_format
       if (format?.type === "json_object") grammar = await llama.getGrammarFor("json")
       else if (format?.type === "json_schema") {
@@ -222,6 +223,9 @@ export class LlamaCppEngine implements Engine {
           throw new EngineError(400, `unsupported JSON schema: ${e instanceof Error ? e.message : e}`, "invalid_value", "response_format")
         }
       }
+    }
+
+    const run = async (): Promise<{ text: string; finish: FinishReason; usage: Usage }> => {
       const stop = req.stop == null ? [] : typeof req.stop === "string" ? [req.stop] : req.stop
       const presence = req.presence_penalty ?? 0, frequency = req.frequency_penalty ?? 0
       const res = await chat.generateResponse(toHistory(req.messages), {
@@ -252,7 +256,8 @@ export class LlamaCppEngine implements Engine {
       return { text: res.response, finish: finishOf(res.metadata.stopReason), usage }
     }
 
-    const done = run()
+    const prepared = prepare()
+    const done = prepared.then(run)
     const settled = done.then(() => undefined, () => undefined)
 
     if (!channel) {
@@ -263,20 +268,27 @@ export class LlamaCppEngine implements Engine {
       return { reply, settled }
     }
 
-    // Streams commit to 200 at once: the first event carries the role, as OpenAI's do.
-    channel.push(sseData(chunk(id, created, model, [{ delta: { role: "assistant", content: "" }, finish_reason: null }], includeUsage ? null : undefined)))
+    // Streams commit to 200 once the request is known to be servable: the first event carries
+    // the role, as OpenAI's do.
+    const reply = prepared.then(
+      (): Reply => {
+        channel.push(sseData(chunk(id, created, model, [{ delta: { role: "assistant", content: "" }, finish_reason: null }], includeUsage ? null : undefined)))
+        return { type: "sse", events: channel }
+      },
+      (e: unknown) => { throw asEngineError(e) }
+    )
     done.then(
       (r) => {
         channel.push(sseData(chunk(id, created, model, [{ delta: {}, finish_reason: r.finish }], includeUsage ? null : undefined)))
         if (includeUsage) channel.push(sseData(chunk(id, created, model, [], r.usage)))
       },
       (e: unknown) => {
-        if (signal.aborted) return
+        if (signal.aborted || e instanceof EngineError) return
         const err = asEngineError(e)
         channel.push(sseData(errorBody(err.message, err.status >= 500 ? "server_error" : "invalid_request_error", err.code, err.param)))
       }
     ).finally(() => { channel.push(SSE_DONE); channel.end() })
-    return { reply: Promise.resolve({ type: "sse", events: channel }), settled }
+    return { reply, settled }
   }
 
   health = async (): Promise<Record<string, unknown>> => {

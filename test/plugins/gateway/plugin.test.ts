@@ -233,6 +233,9 @@ describe("llama-cpp engine", () => {
     const bad = await chat({ messages: hi, response_format: { type: "json_schema", json_schema: { name: "r" } } })
     expect(bad.status).toBe(400)
     expect(bad.json().error.param).toBe("response_format")
+    const badStream = await chat({ messages: hi, stream: true, response_format: { type: "json_schema", json_schema: { name: "r", schema: 3 } } })
+    expect(badStream.status).toBe(400)
+    expect((await chat({ messages: hi, max_tokens: 1 })).status).toBe(200)
   })
 
   it("streams chat.completion.chunk events ending in [DONE], usage on request", async () => {
