@@ -166,12 +166,23 @@ export class Fetcher {
     const maxBytes = req.maxBytes ?? this.options.maxBytes
     const deadline = new AbortController()
     const timer = setTimeout(() => deadline.abort(new DeadlineExceeded(timeoutMs, what)), timeoutMs)
-    const signal = req.signal ? AbortSignal.any([req.signal, deadline.signal]) : deadline.signal
+    // fetch gets its own signal, forwarded only while this attempt is in flight: undici keeps a
+    // listener on the signal of every request it ever served and, on abort, cancels that
+    // request's streams, rethrowing the cancel's rejection unless its code is ERR_INVALID_STATE
+    // (undici 6 `abortFetch`). A job signal aborted after (or during) a request thus surfaced
+    // as an unhandled rejection. The marked reason is swallowed there; the caller still sees
+    // the real cause through `outer()`.
+    const inner = new AbortController()
+    const forward = () => inner.abort(Object.assign(new Error(`${what}: aborted`), { name: "AbortError", code: "ERR_INVALID_STATE" }))
+    const outer = (): AbortSignal | undefined => (req.signal?.aborted ? req.signal : deadline.signal.aborted ? deadline.signal : undefined)
+    if (req.signal?.aborted) forward()
+    req.signal?.addEventListener("abort", forward, { once: true })
+    deadline.signal.addEventListener("abort", forward, { once: true })
     try {
       const init: RequestInit = {
         method: req.method ?? "GET",
         headers: { "user-agent": this.options.userAgent, ...req.headers },
-        signal,
+        signal: inner.signal,
         redirect: "follow"
       }
       if (req.body !== undefined) init.body = req.body
@@ -195,9 +206,11 @@ export class Fetcher {
         }
       }
     } catch (err) {
-      throw transportFailure(err, signal, what)
+      throw transportFailure(err, outer(), what)
     } finally {
       clearTimeout(timer)
+      req.signal?.removeEventListener("abort", forward)
+      deadline.signal.removeEventListener("abort", forward)
     }
   }
 }

@@ -68,6 +68,7 @@ export const browserJob = (pool: BrowserPool, geo: GeoResolver, s: BrowserJobSet
   result: BrowserResult,
   handler: async (p, ctx) => {
     const route = await geo.resolve(p.geo, ctx.signal)
+    await ctx.progress(1, `loading ${p.url}`)
     const deadline = Date.now() + p.timeout
     const timer = new AbortController()
     const t = setTimeout(() => timer.abort(new DeadlineExceeded(p.timeout, "browser script")), p.timeout)

@@ -81,6 +81,7 @@ export const captureAll = async (
     throw invalid(`at most ${s.maxUrls} urls per screenshot job (got ${p.urls.length})`)
   }
   const route = await geo.resolve(p.geo, ctx.signal)
+  await ctx.progress(1, `capturing ${p.urls.length} page(s)`)
   const ext = p.format === "png" ? "png" : "jpg"
   return pool.withContext(
     {
