@@ -67,8 +67,9 @@ export const GatewayConfig = Schema.Struct({
   token: Schema.String.pipe(Schema.minLength(1)).annotations({
     description: "bearer token for /v1/*; write `${GATEWAY_TOKEN:-...}` so it comes from the environment"
   }),
-  admin_token: Schema.optional(Schema.String).annotations({
-    description: "bearer token that opens /healthz and /metrics to non-loopback clients"
+  // Null/empty (an unset `${GATEWAY_ADMIN_TOKEN:-}`) means loopback clients only.
+  admin_token: Schema.optional(Schema.NullOr(Schema.String)).annotations({
+    description: "bearer token that opens /healthz and /metrics to non-loopback clients; empty: loopback only"
   }),
   retry_after_s: Schema.optionalWith(Schema.Int.pipe(Schema.positive()), { default: () => 1 }).annotations({
     description: "Retry-After of a busy refusal, in seconds"

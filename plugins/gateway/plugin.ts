@@ -24,7 +24,7 @@ export const makeGateway = (config: Config, configDir: string, log: (line: strin
     engines,
     defaultEngine: (config.engines.find((e) => e.default) ?? config.engines[0]!).id,
     token: config.token,
-    adminToken: config.admin_token,
+    adminToken: config.admin_token || undefined,
     retryAfterS: config.retry_after_s
   })
 }
@@ -47,6 +47,10 @@ export default definePlugin({
         Effect.sync(() => makeGateway(ctx.config, ctx.configDir, (line) => runSync(Effect.logWarning(line)))),
         (g) => Effect.promise(() => g.close())
       )
+      if (ctx.config.token.length < 16 || ctx.config.token === "change-me") {
+        // Never the token itself: only that it is weak.
+        yield* Effect.logWarning("gateway: the /v1 bearer token is a default or shorter than 16 characters; set GATEWAY_TOKEN")
+      }
       return {
         routes: routes(gateway),
         // Models load in the background so a large GGUF never holds up the platform's boot;
