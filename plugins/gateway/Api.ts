@@ -73,7 +73,9 @@ export const routes = (gateway: Gateway): ReadonlyArray<Route.Route> => [
     },
     handler: ({ body, request }) => {
       const denied = gateway.unauthorized(request)
-      return denied ? Effect.fail(denied) : gateway.chat(body)
+      if (denied) return Effect.fail(denied)
+      // The kernel has read (and cached) the body text to decode it; reading it again is free.
+      return Effect.flatMap(Effect.orElseSucceed(request.text, () => undefined), (raw) => gateway.chat(body, raw))
     }
   }),
   Route.make({

@@ -65,9 +65,10 @@ export interface Engine {
   readonly unavailableReason: () => string | undefined
   /**
    * Starts a generation for a validated request. Called only while the engine is free; must not
-   * throw. `signal` aborts it (client gone): the engine stops and settles promptly.
+   * throw. `signal` aborts it (client gone): the engine stops and settles promptly. `raw` is the
+   * request body exactly as received (JSON text), for engines that forward it.
    */
-  readonly generate: (req: ChatRequest, signal: AbortSignal, hooks: GenerationHooks) => Generation
+  readonly generate: (req: ChatRequest, signal: AbortSignal, hooks: GenerationHooks, raw?: string) => Generation
   /** Cache and memory figures for `/healthz` (free-form JSON). */
   readonly health: () => Promise<Record<string, unknown>>
   /** Releases the model and connections; idempotent. */

@@ -54,8 +54,12 @@ export class UpstreamEngine implements Engine {
 
   unavailableReason = (): string | undefined => undefined
 
-  generate = (req: ChatRequest, signal: AbortSignal, hooks: GenerationHooks): Generation => {
-    const payload = Buffer.from(JSON.stringify(this.config.upstream_model ? { ...req, model: this.config.upstream_model } : req))
+  generate = (req: ChatRequest, signal: AbortSignal, hooks: GenerationHooks, raw?: string): Generation => {
+    // The client's bytes go upstream as they came (number spelling, key order, unknown fields);
+    // only a configured upstream_model needs a re-encoding.
+    const payload = Buffer.from(this.config.upstream_model || raw === undefined
+      ? JSON.stringify(this.config.upstream_model ? { ...req, model: this.config.upstream_model } : req)
+      : raw)
     const stream = req.stream === true
     let settle!: () => void
     const settled = new Promise<void>((r) => { settle = r })

@@ -334,6 +334,10 @@ describe("upstream engine", () => {
     expect(r.status).toBe(200)
     expect(JSON.parse(upstream.bodies.at(-1)!)).toEqual(body)
     expect(r.json().choices[0].message.content).toBe("echo: hello there")
+    // Byte for byte, number spelling and key order included.
+    const text = '{"messages":[{"content":"x"}],  "temperature": 1.0, "model":"upstream","zz":[1e2]}'
+    expect((await request(base, "POST", "/v1/chat/completions", { token: TOKEN, body: text })).status).toBe(200)
+    expect(upstream.bodies.at(-1)).toBe(text)
   })
 
   it("replaces model with upstream_model and sends the api key", async () => {
