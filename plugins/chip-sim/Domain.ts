@@ -60,6 +60,7 @@ export const BootRequest = Schema.Struct({
   reset_vector: Schema.optional(u16),
   watch: Schema.optional(watch)
 }).annotations({ identifier: "BootRequest" })
+export type BootRequest = typeof BootRequest.Type
 
 const pinLevel = Schema.Literal(0, 1)
 
@@ -102,6 +103,7 @@ export const StepRequest = Schema.Struct({
     return true
   })
 ).annotations({ identifier: "StepRequest" })
+export type StepRequest = typeof StepRequest.Type
 
 /** One reading of the chip (spec Observation; watched nodes appear by name as 0/1). */
 export const Observation = Schema.Struct({

@@ -112,7 +112,7 @@ describe("contributions", () => {
       const res = await fetch(`${p.url("main")}/shared`)
       expect(res.status).toBe(200)
       expect(await res.json()).toEqual({ plugin: "route-b", greeting: "bonjour" })
-      const openapi = await (await fetch(`${p.url("main")}/openapi.json`)).json()
+      const openapi: any = await (await fetch(`${p.url("main")}/openapi.json`)).json()
       expect(openapi.paths["/shared"].get.summary).toBe("greeting of route-b")
       expect(p.kernel.plugins[0]).toMatchObject({ name: "route-b", status: "running", source: `${F}/route-b/plugin.ts` })
     } finally {

@@ -27,12 +27,12 @@ const source = (name: string) => fs.readFileSync(path.join(GOLDEN, `${name}.s`),
 describe("chip-sim in the kernel", () => {
   it("serves healthz, meta and the cacheable node catalogue", async () => {
     expect(await (await fetch(`${base}/healthz`)).json()).toMatchObject({ ok: true })
-    const meta = await (await fetch(`${base}/v1/meta`)).json()
+    const meta: any = await (await fetch(`${base}/v1/meta`)).json()
     expect(meta).toMatchObject({ nodes: 1725, transistors: 3510, max_step: 200000, max_traced: 10000 })
     expect(String(meta.encoding)).toMatch(/least significant bit first/)
     const nodes = await fetch(`${base}/v1/nodes`)
     expect(nodes.headers.get("cache-control")).toMatch(/max-age=86400/)
-    const catalogue = await nodes.json()
+    const catalogue: any = await nodes.json()
     expect(Object.keys(catalogue)).toEqual(["rails", "pins", "registers", "buses", "datapath", "decode", "timing", "other"])
     expect(catalogue.datapath).toHaveLength(49)
     const again = await fetch(`${base}/v1/nodes`, { headers: { "if-none-match": nodes.headers.get("etag")! } })
