@@ -57,12 +57,16 @@ export interface ChipTables {
   readonly nnStart: Int32Array
   readonly nnT: Int32Array
   readonly nnOther: Int32Array
-  /** For a transistor joining two distinct non-rail nodes: its terminals, else -1. */
-  readonly tNnA: Int32Array
-  readonly tNnB: Int32Array
-  /** For a transistor with one terminal on ground (power): its other terminal, else -1. */
-  readonly tGndNode: Int32Array
-  readonly tVccNode: Int32Array
+  /**
+   * What switching transistor t changes in the per-node caches: tKind 1 = ground contact of
+   * node tNode1, 2 = power contact of tNode1, 3 = node-to-node channel tNode1-tNode2 (bit tBit1
+   * of tNode1's and tBit2 of tNode2's node-to-node list), 0 = nothing.
+   */
+  readonly tKind: Uint8Array
+  readonly tNode1: Int32Array
+  readonly tNode2: Int32Array
+  readonly tBit1: Int32Array
+  readonly tBit2: Int32Array
   /** Transistors gated by node n: gateStart[n]..gateStart[n+1]-1 of gateT. */
   readonly gateStart: Int32Array
   readonly gateT: Int32Array
@@ -140,26 +144,28 @@ export const makeTables = (netlist: Netlist): ChipTables => {
       nnO[n]!.push(o)
     })
   }
-  const tNnA = new Int32Array(nt).fill(-1)
-  const tNnB = new Int32Array(nt).fill(-1)
+  const tKind = new Uint8Array(nt)
+  const tNode1 = new Int32Array(nt).fill(-1)
+  const tNode2 = new Int32Array(nt).fill(-1)
+  const tBit1 = new Int32Array(nt)
+  const tBit2 = new Int32Array(nt)
   for (let t = 0; t < nt; t++) {
     const a = c1[t]!
     const b = c2[t]!
-    if (isRail(a) || isRail(b) || a === b) continue
-    tNnA[t] = a
-    tNnB[t] = b
+    if (isRail(a) && isRail(b)) continue
+    if (isRail(a) || isRail(b)) {
+      tKind[t] = (isRail(a) ? a : b) === vss ? 1 : 2
+      tNode1[t] = isRail(a) ? b : a
+      continue
+    }
+    if (a === b) continue
+    tKind[t] = 3
+    tNode1[t] = a
+    tNode2[t] = b
+    tBit1[t] = 1 << nnT[a]!.indexOf(t)
+    tBit2[t] = 1 << nnT[b]!.indexOf(t)
   }
-  const tGndNode = new Int32Array(nt).fill(-1)
-  const tVccNode = new Int32Array(nt).fill(-1)
-  for (let t = 0; t < nt; t++) {
-    const a = c1[t]!
-    const b = c2[t]!
-    if (isRail(a) === isRail(b)) continue
-    const node = isRail(a) ? b : a
-    const rail = isRail(a) ? a : b
-    if (rail === vss) tGndNode[t] = node
-    else tVccNode[t] = node
-  }
+  if (nnT.some((l) => l.length > 31)) throw new Error("a node has more than 31 node-to-node transistors")
   const [nnStart, nnTf] = csr(nn, nnT)
   const [, nnOf] = csr(nn, nnO)
   const [chanStart, chanTf] = csr(nn, chanT)
@@ -180,10 +186,11 @@ export const makeTables = (netlist: Netlist): ChipTables => {
     nnStart,
     nnT: nnTf,
     nnOther: nnOf,
-    tNnA,
-    tNnB,
-    tGndNode,
-    tVccNode,
+    tKind,
+    tNode1,
+    tNode2,
+    tBit1,
+    tBit2,
     gateStart,
     gateT,
     depOffStart,
@@ -231,8 +238,12 @@ export class Chip {
   /** Conducting transistors from each node to ground / power: caches of transOn. */
   private gndOn: Int32Array
   private vccOn: Int32Array
-  /** Conducting node-to-node transistors at each node: 0 means the node is alone in its group. */
-  private nnOn: Int32Array
+  /**
+   * Conducting node-to-node transistors at each node, bit k for the k-th entry of its nnT list:
+   * 0 means the node is alone in its group, and a walk visits only the set bits.
+   */
+  private onMask: Int32Array
+  private stackMask: Int32Array
   private listA: Int32Array
   private listB: Int32Array
   private listStamp: Int32Array
@@ -241,7 +252,6 @@ export class Chip {
   private groupGen = 0
   private group: Int32Array
   private stackNode: Int32Array
-  private stackEdge: Int32Array
 
   constructor(readonly tables: ChipTables) {
     const nn = tables.nodeCount
@@ -251,14 +261,14 @@ export class Chip {
     this.transOn = new Uint8Array(tables.transistorCount)
     this.gndOn = new Int32Array(nn)
     this.vccOn = new Int32Array(nn)
-    this.nnOn = new Int32Array(nn)
+    this.onMask = new Int32Array(nn)
+    this.stackMask = new Int32Array(nn + 1)
     this.listA = new Int32Array(nn)
     this.listB = new Int32Array(nn)
     this.listStamp = new Int32Array(nn)
     this.groupStamp = new Int32Array(nn)
     this.group = new Int32Array(nn)
     this.stackNode = new Int32Array(nn + 1)
-    this.stackEdge = new Int32Array(nn + 1)
   }
 
   /** Replaces the electrical state with copies of `s` (lengths must match the netlist). */
@@ -289,15 +299,16 @@ export class Chip {
     this.groupGen = 0
     this.gndOn.fill(0)
     this.vccOn.fill(0)
-    this.nnOn.fill(0)
+    this.onMask.fill(0)
     for (let i = 0; i < t.transistorCount; i++) {
       if (!this.transOn[i]) continue
-      if (t.tNnA[i]! >= 0) {
-        this.nnOn[t.tNnA[i]!]!++
-        this.nnOn[t.tNnB[i]!]!++
+      const k = t.tKind[i]!
+      if (k === 1) this.gndOn[t.tNode1[i]!]!++
+      else if (k === 2) this.vccOn[t.tNode1[i]!]!++
+      else if (k === 3) {
+        this.onMask[t.tNode1[i]!]! |= t.tBit1[i]!
+        this.onMask[t.tNode2[i]!]! |= t.tBit2[i]!
       }
-      if (t.tGndNode[i]! >= 0) this.gndOn[t.tGndNode[i]!]!++
-      if (t.tVccNode[i]! >= 0) this.vccOn[t.tVccNode[i]!]!++
     }
   }
 
@@ -374,24 +385,21 @@ export class Chip {
     const vss = t.vss
     const vcc = t.vcc
     const nnStart = t.nnStart
-    const nnT = t.nnT
     const nnOther = t.nnOther
     const value = this.value
     const pullup = this.pullup
     const pulldown = this.pulldown
-    const transOn = this.transOn
     const gndOn = this.gndOn
     const vccOn = this.vccOn
-    const nnOn = this.nnOn
+    const onMask = this.onMask
     const groupStamp = this.groupStamp
     const group = this.group
     const stackNode = this.stackNode
-    const stackEdge = this.stackEdge
-    const listStamp = this.listStamp
+    const stackMask = this.stackMask
     let cur = this.listA
     let next = this.listB
     if (this.listGen > 0x3fffffff || this.groupGen > 0x3fffffff) {
-      listStamp.fill(0)
+      this.listStamp.fill(0)
       groupStamp.fill(0)
       this.listGen = 0
       this.groupGen = 0
@@ -402,25 +410,25 @@ export class Chip {
       for (let i = 0; i < count; i++) {
         const start = cur[i]!
         if (start === vss || start === vcc) continue
-        if (nnOn[start] === 0) {
+        if (onMask[start] === 0) {
           // Alone in its group: rails by count, then pulls, then stored charge.
           const nv = gndOn[start] ? 0 : vccOn[start] ? 1 : pulldown[start] ? 0 : pullup[start] ? 1 : value[start]!
           if (nv !== value[start]) nextCount = this.change(start, nv, next, nextCount, gen)
           continue
         }
-        // Depth-first walk in transistor-row order (the order changes are then applied in).
+        // Depth-first walk over conducting node-to-node transistors in transistor-row order
+        // (the order changes are then applied in), as a recursive walk would visit them.
         // rank: 0 nothing, 1 high charge, 2 pull-up, 3 pull-down, 4 power, 5 ground
         const ggen = ++this.groupGen
         let rank = 0
         let gcount = 0
         let sp = 0
+        let m = start
         groupStamp[start] = ggen
         group[gcount++] = start
         stackNode[0] = start
-        stackEdge[0] = nnStart[start]!
+        stackMask[0] = onMask[start]!
         for (;;) {
-          // rank of the node just added
-          const m = group[gcount - 1]!
           if (rank < 5) {
             if (gndOn[m]) rank = 5
             else if (rank < 4) {
@@ -434,28 +442,27 @@ export class Chip {
               }
             }
           }
-          // advance the walk to the next unvisited node
           let found = -1
           while (sp >= 0) {
-            const top = stackNode[sp]!
-            const e = stackEdge[sp]!
-            if (e === nnStart[top + 1]) {
+            const mk = stackMask[sp]!
+            if (mk === 0) {
               sp--
               continue
             }
-            stackEdge[sp] = e + 1
-            if (!transOn[nnT[e]!]) continue
-            const o = nnOther[e]!
+            const low = mk & -mk
+            stackMask[sp] = mk ^ low
+            const o = nnOther[nnStart[stackNode[sp]!]! + 31 - Math.clz32(low)]!
             if (groupStamp[o] === ggen) continue
             found = o
             break
           }
           if (found < 0) break
-          groupStamp[found] = ggen
-          group[gcount++] = found
+          m = found
+          groupStamp[m] = ggen
+          group[gcount++] = m
           sp++
-          stackNode[sp] = found
-          stackEdge[sp] = nnStart[found]!
+          stackNode[sp] = m
+          stackMask[sp] = onMask[m]!
         }
         const nv = rank === 1 || rank === 2 || rank === 4 ? 1 : 0
         for (let k = 0; k < gcount; k++) {
@@ -473,33 +480,43 @@ export class Chip {
   }
 
   /**
-   * Sets node n to nv, switches the transistors it gates (keeping the rail counts) and queues
-   * their channel terminals for the next pass; returns the new queue length.
+   * Sets node n to nv, switches the transistors it gates (keeping the per-node caches) and
+   * queues their channel terminals for the next pass; returns the new queue length.
    */
   private change(n: number, nv: number, next: Int32Array, nextCount: number, gen: number): number {
     const t = this.tables
     const transOn = this.transOn
     const gateT = t.gateT
-    const tGndNode = t.tGndNode
-    const tVccNode = t.tVccNode
-    const delta = nv ? 1 : -1
+    const tKind = t.tKind
+    const tNode1 = t.tNode1
     this.value[n] = nv
     for (let k = t.gateStart[n]!, end = t.gateStart[n + 1]!; k < end; k++) {
       const tr = gateT[k]!
       if (transOn[tr] === nv) continue
       transOn[tr] = nv
-      const g = tGndNode[tr]!
-      if (g >= 0) this.gndOn[g]! += delta
-      const p = tVccNode[tr]!
-      if (p >= 0) this.vccOn[p]! += delta
-      const a = t.tNnA[tr]!
-      if (a >= 0) {
-        this.nnOn[a]! += delta
-        this.nnOn[t.tNnB[tr]!]! += delta
+      const kind = tKind[tr]!
+      if (kind === 0) continue
+      if (kind === 1) this.gndOn[tNode1[tr]!]! += nv ? 1 : -1
+      else if (kind === 2) this.vccOn[tNode1[tr]!]! += nv ? 1 : -1
+      else {
+        const onMask = this.onMask
+        const a = tNode1[tr]!
+        const b = t.tNode2[tr]!
+        if (nv) {
+          onMask[a]! |= t.tBit1[tr]!
+          onMask[b]! |= t.tBit2[tr]!
+        } else {
+          onMask[a]! &= ~t.tBit1[tr]!
+          onMask[b]! &= ~t.tBit2[tr]!
+        }
       }
     }
-    const ds = nv ? t.depOnStart : t.depOffStart
-    const dl = nv ? t.depOn : t.depOff
+    let ds = t.depOffStart
+    let dl = t.depOff
+    if (nv) {
+      ds = t.depOnStart
+      dl = t.depOn
+    }
     const listStamp = this.listStamp
     for (let k = ds[n]!, end = ds[n + 1]!; k < end; k++) {
       const d = dl[k]!
