@@ -174,7 +174,7 @@ export class LlamaCppEngine implements Engine {
     let chatWrapper: "auto" | JinjaTemplateChatWrapper = "auto"
     if (typeof template === "string" && template.length > 0) {
       try {
-        chatWrapper = new JinjaTemplateChatWrapper({ template })
+        chatWrapper = new JinjaTemplateChatWrapper({ template, tokenizer: model.tokenizer })
       } catch (e) {
         // A template the Jinja subset cannot run: node-llama-cpp's auto-detection from the same
         // metadata is the next best thing.
@@ -204,7 +204,9 @@ export class LlamaCppEngine implements Engine {
     const usageOf = (): Usage => {
       const completionTokens = sequence.tokenMeter.usedOutputTokens - outBefore
       const after = sequence.contextTokens
-      const prompt = Math.max(0, after.length - completionTokens)
+      // The sequence holds the prompt plus every generated token but the last one, which is
+      // sampled and never evaluated (generation stops right after it).
+      const prompt = Math.max(0, after.length - Math.max(0, completionTokens - 1))
       return { prompt_tokens: prompt, completion_tokens: completionTokens, total_tokens: prompt + completionTokens }
     }
 

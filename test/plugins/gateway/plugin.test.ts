@@ -199,6 +199,23 @@ describe("llama-cpp engine", () => {
     expect(body.usage.total_tokens).toBe(body.usage.prompt_tokens + body.usage.completion_tokens)
   })
 
+  it("formats messages with the model's own chat template (GGUF metadata)", async () => {
+    // The fixture's template is ChatML; the prompt the engine evaluated must be exactly it.
+    const { getLlama, LlamaLogLevel } = await import("node-llama-cpp")
+    const llama = await getLlama({ gpu: false, build: "never", maxThreads: 1, logLevel: LlamaLogLevel.error })
+    const model = await llama.loadModel({ modelPath, gpuLayers: 0 })
+    try {
+      const rendered = "<|im_start|>system\nbe brief<|im_end|>\n<|im_start|>user\nhello world<|im_end|>\n<|im_start|>assistant\n"
+      const expected = model.tokenize(rendered, true).length
+      for (const max_tokens of [1, 12]) {
+        const r = (await chat({ messages: [{ role: "system", content: "be brief" }, ...hi], max_tokens, seed: 3 })).json()
+        expect(r.usage.prompt_tokens).toBe(expected)
+      }
+    } finally {
+      await model.dispose()
+    }
+  })
+
   it("is reproducible with a seed and honours stop sequences", async () => {
     const a = (await chat({ messages: hi, seed: 7, temperature: 1, max_tokens: 40 })).json()
     const b = (await chat({ messages: hi, seed: 7, temperature: 1, max_tokens: 40 })).json()
