@@ -251,6 +251,7 @@ export class Chip {
   private groupStamp: Int32Array
   private groupGen = 0
   private group: Int32Array
+  /** Walk stack: nnStart offset of each node on the path and its not yet followed channels. */
   private stackNode: Int32Array
 
   constructor(readonly tables: ChipTables) {
@@ -426,7 +427,7 @@ export class Chip {
         let m = start
         groupStamp[start] = ggen
         group[gcount++] = start
-        stackNode[0] = start
+        stackNode[0] = nnStart[start]!
         stackMask[0] = onMask[start]!
         for (;;) {
           if (rank < 5) {
@@ -451,7 +452,7 @@ export class Chip {
             }
             const low = mk & -mk
             stackMask[sp] = mk ^ low
-            const o = nnOther[nnStart[stackNode[sp]!]! + 31 - Math.clz32(low)]!
+            const o = nnOther[stackNode[sp]! + 31 - Math.clz32(low)]!
             if (groupStamp[o] === ggen) continue
             found = o
             break
@@ -461,7 +462,7 @@ export class Chip {
           groupStamp[m] = ggen
           group[gcount++] = m
           sp++
-          stackNode[sp] = m
+          stackNode[sp] = nnStart[m]!
           stackMask[sp] = onMask[m]!
         }
         const nv = rank === 1 || rank === 2 || rank === 4 ? 1 : 0
@@ -487,10 +488,11 @@ export class Chip {
     const t = this.tables
     const transOn = this.transOn
     const gateT = t.gateT
+    const gateStart = t.gateStart
     const tKind = t.tKind
     const tNode1 = t.tNode1
     this.value[n] = nv
-    for (let k = t.gateStart[n]!, end = t.gateStart[n + 1]!; k < end; k++) {
+    for (let k = gateStart[n]!, end = gateStart[n + 1]!; k < end; k++) {
       const tr = gateT[k]!
       if (transOn[tr] === nv) continue
       transOn[tr] = nv
