@@ -1,35 +1,53 @@
 /**
  * Job records in Redis, shared by the API process and worker processes on any machine.
  *
- * Layout (prefix `p`): `p:job:<id>` the record as JSON; sorted sets `p:jobs:index` (by created
- * ms), `p:jobs:queued` (QUEUED records by scheduled ms) and `p:jobs:ended` (terminal records by
- * end ms) for listing and sweeping; channels `p:jobs:events` (every stored record) and
- * `p:jobs:cancel` (cancelled ids). A change is a compare-and-set Lua script: it writes only when
- * the stored JSON equals what the writer read, maintains the sets and publishes, in one round
- * trip; a lost race re-reads and re-applies the transition.
+ * Layout (prefix `p`): `p:job:<id>` the record as JSON; sorted sets by created ms
+ * `p:jobs:index` (all), `p:jobs:s:<STATUS>` (per status) and `p:jobs:t:<type>` (per job type)
+ * for listing without reading records outside the page; `p:jobs:queued` (QUEUED records by
+ * scheduled ms) and `p:jobs:ended` (terminal records by end ms) for sweeping; channels
+ * `p:jobs:events` (ids of changed records) and `p:jobs:cancel` (cancelled ids).
+ *
+ * A change is a compare-and-set Lua script: it writes only when the SHA-1 of the stored JSON
+ * equals that of what the writer read (40 bytes on the wire instead of the record), maintains the
+ * sets and publishes, in one round trip; a lost race re-reads and re-applies the transition.
  */
+import { createHash } from "node:crypto"
 import { Redis } from "ioredis"
-import type { Job } from "./Job.ts"
+import type { Job, JobStatus } from "./Job.ts"
 import { applyListQuery, endedMs, type JobStore, type ListPage, type ListQuery, scheduledMs, type Transition, type Updated } from "./JobStore.ts"
 
+// KEYS: record, queued, ended, index, old status set, new status set, type set.
+// ARGV: sha1 of expected JSON ('' = must not exist), new JSON, id, queued score, ended score,
+//       created ms, events channel, 1 when the record is new.
 const CAS = `
 local cur = redis.call('GET', KEYS[1])
 if ARGV[1] == '' then
   if cur then return 0 end
-elseif cur ~= ARGV[1] then
+elseif (not cur) or redis.sha1hex(cur) ~= ARGV[1] then
   return 0
 end
 redis.call('SET', KEYS[1], ARGV[2])
 if ARGV[4] ~= '' then redis.call('ZADD', KEYS[2], ARGV[4], ARGV[3]) else redis.call('ZREM', KEYS[2], ARGV[3]) end
 if ARGV[5] ~= '' then redis.call('ZADD', KEYS[3], ARGV[5], ARGV[3]) else redis.call('ZREM', KEYS[3], ARGV[3]) end
-if ARGV[6] ~= '' then redis.call('ZADD', KEYS[4], ARGV[6], ARGV[3]) end
-redis.call('PUBLISH', ARGV[7], ARGV[2])
+if KEYS[5] ~= KEYS[6] then
+  redis.call('ZREM', KEYS[5], ARGV[3])
+  redis.call('ZADD', KEYS[6], ARGV[6], ARGV[3])
+end
+if ARGV[8] == '1' then
+  redis.call('ZADD', KEYS[4], ARGV[6], ARGV[3])
+  redis.call('ZADD', KEYS[7], ARGV[6], ARGV[3])
+end
+redis.call('PUBLISH', ARGV[7], ARGV[3])
 return 1
 `
 
 type CasRedis = Redis & {
-  jobCas: (k1: string, k2: string, k3: string, k4: string, ...argv: Array<string>) => Promise<number>
+  jobCas: (...keysAndArgv: Array<string>) => Promise<number>
 }
+
+const sha1 = (s: string): string => createHash("sha1").update(s).digest("hex")
+
+const STATUSES: ReadonlyArray<JobStatus> = ["PENDING", "QUEUED", "PROCESSING", "COMPLETED", "FAILED", "CANCELLED"]
 
 /** Records in Redis; see the module comment for the key layout. */
 export class RedisJobStore implements JobStore {
@@ -41,8 +59,10 @@ export class RedisJobStore implements JobStore {
 
   /** Connects to `url` (ioredis URL syntax) under key prefix `prefix`. */
   constructor(private readonly url: string, readonly prefix: string) {
-    this.redis = new Redis(url, { maxRetriesPerRequest: null, lazyConnect: false }) as CasRedis
-    this.redis.defineCommand("jobCas", { numberOfKeys: 4, lua: CAS })
+    // Auto-pipelining sends the commands issued in one tick as one write: with many jobs in flight
+    // this saves a syscall per command.
+    this.redis = new Redis(url, { maxRetriesPerRequest: null, enableAutoPipelining: true }) as CasRedis
+    this.redis.defineCommand("jobCas", { numberOfKeys: 7, lua: CAS })
     this.k = {
       index: `${prefix}:jobs:index`,
       queued: `${prefix}:jobs:queued`,
@@ -71,7 +91,17 @@ export class RedisJobStore implements JobStore {
     return `${this.prefix}:job:${id}`
   }
 
-  private cas(id: string, expected: string, next: Job, createdMs?: number): Promise<number> {
+  private statusKey(s: JobStatus): string {
+    return `${this.prefix}:jobs:s:${s}`
+  }
+
+  private typeKey(t: string): string {
+    return `${this.prefix}:jobs:t:${t}`
+  }
+
+  /** Writes `next` if the stored record is still `prev` (undefined: if none is stored). */
+  private cas(prev: Job | undefined, next: Job): Promise<number> {
+    const id = next.job_id
     const q = scheduledMs(next)
     const e = endedMs(next)
     return this.redis.jobCas(
@@ -79,18 +109,23 @@ export class RedisJobStore implements JobStore {
       this.k.queued,
       this.k.ended,
       this.k.index,
-      expected,
+      this.statusKey(prev?.status ?? next.status),
+      this.statusKey(next.status),
+      this.typeKey(next.job_type),
+      prev ? sha1(JSON.stringify(prev)) : "",
       JSON.stringify(next),
       id,
       q === undefined ? "" : String(q),
       e === undefined ? "" : String(e),
-      createdMs === undefined ? "" : String(createdMs),
-      this.k.events
+      String(Date.parse(next.created_at)),
+      this.k.events,
+      prev ? "0" : "1"
     )
   }
 
   create = async (job: Job): Promise<void> => {
-    const ok = await this.cas(job.job_id, "", job, Date.parse(job.created_at))
+    // A new record: its status set is filled by the "new record" branch (old = new status key).
+    const ok = await this.cas(undefined, job)
     if (ok !== 1) throw new Error(`job ${job.job_id} exists`)
   }
 
@@ -115,7 +150,7 @@ export class RedisJobStore implements JobStore {
         }
         return { job: cur, changed: false }
       }
-      if ((await this.cas(id, JSON.stringify(cur), next)) === 1) return { job: next, changed: true }
+      if ((await this.cas(cur, next)) === 1) return { job: next, changed: true }
       cur = undefined
     }
     throw new Error(`job ${id}: too much contention`)
@@ -130,13 +165,44 @@ export class RedisJobStore implements JobStore {
     return out
   }
 
-  list = async (q: ListQuery): Promise<ListPage> => {
-    // The index narrows by creation time in Redis; status/type filters run here (records are small
-    // and retention bounds their number).
+  /** `[id, created ms]` pairs of one sorted set within the query's creation-time bounds. */
+  private async range(key: string, q: ListQuery): Promise<Array<[string, number]>> {
     const max = q.created_before !== undefined ? `(${q.created_before}` : "+inf"
     const min = q.created_after !== undefined ? `(${q.created_after}` : "-inf"
-    const ids = await this.redis.zrevrangebyscore(this.k.index, max, min)
-    return applyListQuery(await this.fetch(ids), q)
+    const flat = await this.redis.zrevrangebyscore(key, max, min, "WITHSCORES")
+    const out: Array<[string, number]> = []
+    for (let i = 0; i < flat.length; i += 2) out.push([flat[i]!, Number(flat[i + 1])])
+    return out
+  }
+
+  list = async (q: ListQuery): Promise<ListPage> => {
+    // Ids come from the per-status / per-type sets (ids and scores only); records are read for
+    // the page alone, so polling for a handful of active jobs stays cheap with many finished ones.
+    const statuses = q.status && q.status.length > 0 ? q.status : undefined
+    let ids: Array<[string, number]>
+    if (statuses) {
+      ids = (await Promise.all(statuses.filter((s) => STATUSES.includes(s)).map((s) => this.range(this.statusKey(s), q)))).flat()
+      if (q.job_type && q.job_type.length > 0) {
+        const typed = new Set((await Promise.all(q.job_type.map((t) => this.range(this.typeKey(t), q)))).flat().map(([id]) => id))
+        ids = ids.filter(([id]) => typed.has(id))
+      }
+    } else if (q.job_type && q.job_type.length > 0) {
+      ids = (await Promise.all(q.job_type.map((t) => this.range(this.typeKey(t), q)))).flat()
+    } else {
+      ids = await this.range(this.k.index, q)
+    }
+    ids.sort((a, b) => (b[1] - a[1]) || (a[0] < b[0] ? 1 : a[0] > b[0] ? -1 : 0))
+    let start = 0
+    if (q.after) {
+      const { ms, id } = q.after
+      start = ids.findIndex(([i, s]) => s < ms || (s === ms && i < id))
+      if (start < 0) start = ids.length
+    }
+    start += q.offset
+    const page = await this.fetch(ids.slice(start, start + q.limit).map(([id]) => id))
+    // Records changed between the two reads are filtered again, so a page never shows a job
+    // outside the asked statuses (it may then be one short).
+    return { jobs: applyListQuery(page, { ...q, after: undefined, offset: 0, limit: q.limit }).jobs, total: ids.length }
   }
 
   queuedBefore = async (ms: number): Promise<ReadonlyArray<Job>> =>
@@ -154,10 +220,13 @@ export class RedisJobStore implements JobStore {
     if (ids.length === 0) return
     const m = this.redis.multi()
     for (const id of ids) {
+      const rec = await this.get(id)
       m.del(this.key(id))
       m.zrem(this.k.index, id)
       m.zrem(this.k.queued, id)
       m.zrem(this.k.ended, id)
+      for (const s of STATUSES) m.zrem(this.statusKey(s), id)
+      if (rec) m.zrem(this.typeKey(rec.job_type), id)
     }
     await m.exec()
   }
@@ -169,8 +238,10 @@ export class RedisJobStore implements JobStore {
     sub.on("message", (channel: string, message: string) => {
       if (channel === this.k.events) {
         if (this.changeListeners.size === 0) return
-        const job = JSON.parse(message) as Job
-        for (const l of this.changeListeners) l(job)
+        // Notices carry the id only; the record is read once per notice for all listeners.
+        this.get(message).then((job) => {
+          if (job) for (const l of this.changeListeners) l(job)
+        }, () => {})
       } else if (channel === this.k.cancel) {
         for (const l of this.cancelListeners) l(message)
       }

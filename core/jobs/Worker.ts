@@ -9,6 +9,7 @@
  * its handler ignores the signal. Every write is conditioned on the record still being this
  * attempt's PROCESSING state, so a cancel that won the race is never overwritten.
  */
+import * as fs from "node:fs"
 import * as fsp from "node:fs/promises"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -147,12 +148,16 @@ export class JobWorker {
       if (!type) throw new JobFailure("INTERNAL_ERROR", `no worker for job type "${job.job_type}" in this process`, false)
       const decoded = Schema.decodeUnknownEither(type.payload)(job.payload, { errors: "all" })
       if (decoded._tag === "Left") throw new JobFailure("VALIDATION_ERROR", `invalid payload: ${formatIssues(decoded.left)}`)
-      workDir = await fsp.mkdtemp(path.join(os.tmpdir(), "job-"))
       const ctx: JobContext = {
         jobId: id,
         attempt,
         signal: controller.signal,
-        workDir,
+        // Created on first use: most handlers never touch it, and a directory per job costs
+        // more than a trivial job itself.
+        get workDir() {
+          workDir ??= fs.mkdtempSync(path.join(os.tmpdir(), "job-"))
+          return workDir
+        },
         progress: async (percent, message) => {
           const p = Math.max(0, Math.min(100, Math.round(percent)))
           const r = await this.store.update(id, (j) => (mine(j) ? { ...j, progress: p, ...(message !== undefined ? { message } : {}) } : undefined), job)

@@ -1,0 +1,206 @@
+/**
+ * Jobs throughput: trivial jobs submitted over HTTP to the real platform (kernel + `jobs` plugin)
+ * and run to COMPLETED, on the embedded and the redis backend, next to raw BullMQ (`queue.add`
+ * + `Worker`, no HTTP, no job records) on the same private redis-server in the same run.
+ *
+ * Both sides are measured the same way: the producer (HTTP client, or BullMQ `queue.add` caller)
+ * runs in a worker thread with 32 requests in flight, the consumer (the platform, or the raw
+ * BullMQ Worker) in the main thread with the same worker concurrency; the figure is jobs per
+ * second from the first submit to the last completion, after a 50-job warm-up.
+ *
+ * Each figure is the best of `JOBS_BENCH_ROUNDS` (default 2) interleaved rounds.
+ *
+ * Figures: `embedded_jobs_per_s`, `redis_jobs_per_s`, `raw_bullmq_jobs_per_s`,
+ * `redis_vs_raw_bullmq` (target >= 0.5), and `http_floor_req_per_s`: the same producer posting
+ * to an unknown job type (404, nothing recorded), i.e. what the listener alone sustains, with
+ * `redis_vs_http_floor`. `JOBS_BENCH_N` sets the job count (default 3000),
+ * `JOBS_BENCH_CONCURRENCY` the worker concurrency (default 4, the spec's WORKER_CONCURRENCY).
+ */
+import { Worker as Thread } from "node:worker_threads"
+import { Queue, Worker } from "bullmq"
+import { Redis } from "ioredis"
+import { ROOT, startPlatform } from "../core/Kernel.ts"
+import { platformYaml, startRedis, tempDir } from "../test/core/jobs/support.ts"
+
+const N = Number(process.env.JOBS_BENCH_N ?? 3000)
+const CONCURRENCY = Number(process.env.JOBS_BENCH_CONCURRENCY ?? 4)
+const IN_FLIGHT = 32
+const ROUNDS = Number(process.env.JOBS_BENCH_ROUNDS ?? 2)
+/** `JOBS_BENCH_ONLY=redis` skips the embedded backend (quicker comparisons while tuning). */
+const ONLY_REDIS = process.env.JOBS_BENCH_ONLY === "redis"
+const WARMUP = 50
+
+// The producer thread: plain JS (no TypeScript loader in threads), CommonJS `require` for bullmq.
+const PRODUCER = `
+const { workerData, parentPort } = require("node:worker_threads")
+const { kind, url, n, width, expect } = workerData
+let add
+let close = async () => {}
+if (kind === "http") {
+  // node:http with keep-alive: undici's fetch costs several times more CPU per request.
+  const http = require("node:http")
+  const agent = new http.Agent({ keepAlive: true, maxSockets: width })
+  add = () => new Promise((resolve, reject) => {
+    const req = http.request(url, { agent, method: "POST", headers: { "content-type": "application/json", "content-length": 2 } }, (res) => {
+      if (res.statusCode !== expect) reject(new Error("submit: HTTP " + res.statusCode))
+      res.resume()
+      res.on("end", resolve)
+    })
+    req.on("error", reject)
+    req.end("{}")
+  })
+} else {
+  const { Queue } = require(${JSON.stringify(require_resolve("bullmq"))})
+  const q = new Queue("raw", { connection: { url }, prefix: "benchraw" })
+  add = () => q.add("job", {}, { removeOnComplete: true })
+  close = () => q.close()
+}
+const pool = async (count) => {
+  let next = 0
+  await Promise.all(Array.from({ length: width }, async () => { while (next++ < count) await add() }))
+}
+parentPort.on("message", async (m) => {
+  await pool(m)
+  parentPort.postMessage("done")
+  if (m === n) { await close(); process.exit(0) }
+})
+`
+
+function require_resolve(m: string): string {
+  return (import.meta as unknown as { resolve: (s: string) => string }).resolve(m).replace(/^file:\/\//, "").replace(/\/esm\/.*$/, "/cjs/index.js")
+}
+
+/** A producer thread; `run(k)` submits k jobs and resolves when all were accepted. */
+const producer = (kind: "http" | "bullmq", url: string, expect = 202) => {
+  const t = new Thread(PRODUCER, { eval: true, workerData: { kind, url, n: N, width: IN_FLIGHT, expect } })
+  return {
+    run: (k: number) =>
+      new Promise<void>((resolve, reject) => {
+        t.once("message", () => resolve())
+        t.once("error", reject)
+        t.postMessage(k)
+      }),
+    stop: () => t.terminate()
+  }
+}
+
+/**
+ * The listener's own ceiling: POSTs to an unknown job type (404, nothing recorded or queued) through
+ * the same kernel route, with the same producer. No backend can submit faster than this.
+ */
+const httpFloor = async (): Promise<number> => {
+  const platform = await startPlatform({ cwd: ROOT, yaml: platformYaml({ backend: "embedded", dataDir: tempDir("jobs-bench-"), workers: false }) })
+  const p = producer("http", `${platform.url("jobs")}/api/v1/jobs/no-such-type`, 404)
+  try {
+    await p.run(WARMUP)
+    const t0 = performance.now()
+    await p.run(N)
+    return N / ((performance.now() - t0) / 1000)
+  } finally {
+    await p.stop()
+    await platform.stop()
+  }
+}
+
+const platformRun = async (backend: "embedded" | "redis", redisUrl: string): Promise<number> => {
+  const platform = await startPlatform({
+    cwd: ROOT,
+    yaml: platformYaml({
+      backend,
+      dataDir: tempDir("jobs-bench-"),
+      redisUrl,
+      prefix: `bench${backend}`,
+      limits: { worker_concurrency: CONCURRENCY, sweep_interval_s: 5 }
+    })
+  })
+  const base = platform.url("jobs")
+  const p = producer("http", `${base}/api/v1/jobs/trivial`)
+  try {
+    // Completion is polled cheaply: the count of jobs not yet ended.
+    const pending = async () => {
+      const r = await fetch(`${base}/api/v1/jobs?status=PENDING,QUEUED,PROCESSING&limit=1`)
+      return ((await r.json()) as { total: number }).total
+    }
+    const drain = async () => {
+      while ((await pending()) > 0) await new Promise((r) => setTimeout(r, 50))
+    }
+    await p.run(WARMUP)
+    await drain()
+    const t0 = performance.now()
+    await p.run(N)
+    await drain()
+    return N / ((performance.now() - t0) / 1000)
+  } finally {
+    await p.stop()
+    await platform.stop()
+  }
+}
+
+const rawBullmq = async (redisUrl: string): Promise<number> => {
+  const wconn = new Redis(redisUrl, { maxRetriesPerRequest: null })
+  let completed = 0
+  let target = WARMUP
+  let onTarget: () => void = () => {}
+  const worker = new Worker("raw", async () => ({}), { connection: wconn, prefix: "benchraw", concurrency: CONCURRENCY, removeOnComplete: { count: 0 } })
+  worker.on("completed", () => {
+    if (++completed === target) onTarget()
+  })
+  const p = producer("bullmq", redisUrl)
+  try {
+    await worker.waitUntilReady()
+    const reach = (t: number) => new Promise<void>((r) => {
+      target = t
+      onTarget = r
+      if (completed >= t) r()
+    })
+    const warm = reach(WARMUP)
+    await p.run(WARMUP)
+    await warm
+    const t0 = performance.now()
+    const all = reach(WARMUP + N)
+    await p.run(N)
+    await all
+    return N / ((performance.now() - t0) / 1000)
+  } finally {
+    await p.stop()
+    await worker.close()
+    wconn.disconnect()
+  }
+}
+
+/** Runs the three measurements; prints and returns the figures (jobs/s, rounded). */
+export async function benchJobs(): Promise<Record<string, number>> {
+  const redis = await startRedis()
+  try {
+    // Interleaved rounds, best of each: other load on the machine hits all three alike.
+    let raw = 0
+    let embedded = 0
+    let viaRedis = 0
+    let floor = 0
+    for (let round = 0; round < ROUNDS; round++) {
+      raw = Math.max(raw, await rawBullmq(redis.url))
+      floor = Math.max(floor, await httpFloor())
+      if (!ONLY_REDIS) embedded = Math.max(embedded, await platformRun("embedded", redis.url))
+      viaRedis = Math.max(viaRedis, await platformRun("redis", redis.url))
+    }
+    const figures = {
+      jobs: N,
+      worker_concurrency: CONCURRENCY,
+      embedded_jobs_per_s: Math.round(embedded),
+      redis_jobs_per_s: Math.round(viaRedis),
+      raw_bullmq_jobs_per_s: Math.round(raw),
+      http_floor_req_per_s: Math.round(floor),
+      redis_vs_raw_bullmq: Math.round((viaRedis / raw) * 100) / 100,
+      redis_vs_http_floor: Math.round((viaRedis / floor) * 100) / 100
+    }
+    console.log(figures)
+    return figures
+  } finally {
+    await redis.stop()
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  await benchJobs()
+  process.exit(0)
+}
