@@ -224,10 +224,12 @@ export interface NodeState {
  * One chip: its electrical state plus caches and scratch space for settling. Not re-entrant;
  * the Simulator keeps one and reloads its state for every request.
  *
- * Speed without changing the order of events: a group walk follows only node-to-node channels,
- * and contact with a rail is read from per-node counts of conducting transistors to ground and
- * to power (kept up to date whenever a transistor switches); a node none of whose node-to-node
- * transistors conducts (also counted) is alone in its group and is recomputed in O(1).
+ * Speed without changing the order of events (checked node for node against a plain
+ * implementation of the scheme on every golden program): contact with a rail is read from
+ * per-node counts of conducting transistors to ground and to power, and each node keeps a
+ * bitmask of its conducting node-to-node transistors, all updated when a transistor switches.
+ * A node whose mask is 0 is alone in its group and is recomputed in O(1); a group walk visits
+ * only set bits, lowest first, which is the transistor-row order a recursive walk would take.
  */
 export class Chip {
   value: Uint8Array
