@@ -35,6 +35,7 @@ if KEYS[5] ~= KEYS[6] then
 end
 if ARGV[8] == '1' then
   redis.call('ZADD', KEYS[4], ARGV[6], ARGV[3])
+  redis.call('ZADD', KEYS[6], ARGV[6], ARGV[3])
   redis.call('ZADD', KEYS[7], ARGV[6], ARGV[3])
 end
 redis.call('PUBLISH', ARGV[7], ARGV[3])
