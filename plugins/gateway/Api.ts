@@ -2,7 +2,8 @@
  * The gateway's HTTP routes (spec: inference-gateway.md): `/v1/chat/completions`,
  * `/v1/models`, `/status`, `/healthz`, plus `/metrics`.
  */
-import { HttpServerResponse } from "@effect/platform"
+import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Effect, Schema } from "effect"
 import type { HttpError } from "../../core/HttpError.ts"
 import * as Route from "../../core/Route.ts"
@@ -26,6 +27,22 @@ const issuesPerField = (issues: ReadonlyArray<Route.ValidationIssue>): ReadonlyA
     if (!seen || (/^Expected (null|undefined), actual/.test(seen.msg) && !noise)) byLoc.set(key, i)
   }
   return [...byLoc.values()]
+}
+
+/**
+ * Resolves when the Node response behind `request` has closed: fully written, or the connection
+ * dropped. Undefined when the request is not served by node:http (then only the generation's end
+ * frees the engine).
+ */
+const responseClosed = (request: HttpServerRequest.HttpServerRequest) => (): Promise<void> | undefined => {
+  let res: import("node:http").ServerResponse
+  try {
+    res = NodeHttpServerRequest.toServerResponse(request)
+  } catch {
+    return undefined
+  }
+  if (res.closed) return Promise.resolve()
+  return new Promise((resolve) => res.once("close", () => resolve()))
 }
 
 const Status = Schema.Struct({
@@ -75,7 +92,7 @@ export const routes = (gateway: Gateway): ReadonlyArray<Route.Route> => [
       const denied = gateway.unauthorized(request)
       if (denied) return Effect.fail(denied)
       // The kernel has read (and cached) the body text to decode it; reading it again is free.
-      return Effect.flatMap(Effect.orElseSucceed(request.text, () => undefined), (raw) => gateway.chat(body, raw))
+      return Effect.flatMap(Effect.orElseSucceed(request.text, () => undefined), (raw) => gateway.chat(body, raw, responseClosed(request)))
     }
   }),
   Route.make({

@@ -111,12 +111,13 @@ export class Gateway {
 
   /**
    * Serves one validated chat request (`raw`: its body text as received, forwarded verbatim by
-   * upstream engines): routes on `model`, refuses overlap with 503, and answers
+   * upstream engines; `responseDone`: resolves when the HTTP response is fully sent or the
+   * client is gone, so a stream holds the engine until its last chunk left): routes on `model`, refuses overlap with 503, and answers
    * with the engine's JSON reply or event stream. Fails with `HttpError` (OpenAI body) for
    * 404 unknown model, 400 `stream` on a non-streaming engine, 503 busy/unavailable, and the
    * engine's own errors (502 upstream failure, 400 bad `response_format`, 500).
    */
-  chat(req: ChatRequest, raw?: string): Effect.Effect<HttpServerResponse.HttpServerResponse, HttpError> {
+  chat(req: ChatRequest, raw?: string, responseDone?: () => Promise<void> | undefined): Effect.Effect<HttpServerResponse.HttpServerResponse, HttpError> {
     return Effect.suspend(() => {
       const id = req.model ?? this.defaultEngine
       const engine = this.engines.get(id)
@@ -143,11 +144,11 @@ export class Gateway {
       }
       this.busy.add(id)
       this.metrics.busy(id, true)
-      return this.run(engine, req, raw)
+      return this.run(engine, req, raw, responseDone)
     })
   }
 
-  private run(engine: Engine, req: ChatRequest, raw: string | undefined): Effect.Effect<HttpServerResponse.HttpServerResponse, HttpError> {
+  private run(engine: Engine, req: ChatRequest, raw: string | undefined, responseDone: (() => Promise<void> | undefined) | undefined): Effect.Effect<HttpServerResponse.HttpServerResponse, HttpError> {
     const id = engine.id
     const controller = new AbortController()
     const t0 = performance.now()
@@ -155,7 +156,10 @@ export class Gateway {
       firstToken: () => this.metrics.firstToken(id, (performance.now() - t0) / 1000),
       tokens: (n) => this.metrics.generated(id, n)
     }, raw)
-    generation.settled.then(() => {
+    // Free again once the engine stopped *and* the reply left (a stream holds the engine until
+    // its last chunk is written, or until the client is gone).
+    const sent = responseDone?.()
+    ;(sent ? Promise.all([generation.settled, sent]) : generation.settled).then(() => {
       this.busy.delete(id)
       this.metrics.busy(id, false)
     })
