@@ -159,6 +159,9 @@ export class Gateway {
     // Free again once the engine stopped *and* the reply left (a stream holds the engine until
     // its last chunk is written, or until the client is gone).
     const sent = responseDone?.()
+    // A closed response means the client has all of it or is gone; either way nothing more of
+    // this generation can be delivered (covers a disconnect before a stream started flowing).
+    sent?.then(() => controller.abort())
     ;(sent ? Promise.all([generation.settled, sent]) : generation.settled).then(() => {
       this.busy.delete(id)
       this.metrics.busy(id, false)

@@ -62,7 +62,8 @@ export class UpstreamEngine implements Engine {
       : raw)
     const stream = req.stream === true
     let settle!: () => void
-    const settled = new Promise<void>((r) => { settle = r })
+    let finished = false
+    const settled = new Promise<void>((r) => { settle = () => { finished = true; r() } })
     this.stats.requests++
 
     const reply = new Promise<Reply>((resolve, reject) => {
@@ -130,7 +131,8 @@ export class UpstreamEngine implements Engine {
       })
       creq.on("timeout", () => creq.destroy(new Error(`no answer within ${this.config.timeout_ms} ms`)))
       creq.on("error", fail)
-      signal.addEventListener("abort", () => creq.destroy(new Error("client went away")), { once: true })
+      // After the exchange finished the socket is back in the keep-alive pool: leave it alone.
+      signal.addEventListener("abort", () => { if (!finished) creq.destroy(new Error("client went away")) }, { once: true })
       creq.end(payload)
     })
     return { reply, settled }
