@@ -129,7 +129,11 @@ const platformRun = async (backend: "embedded" | "redis", redisUrl: string): Pro
     const t0 = performance.now()
     await p.run(N)
     await drain()
-    return N / ((performance.now() - t0) / 1000)
+    const rate = N / ((performance.now() - t0) / 1000)
+    const done = await fetch(`${base}/api/v1/jobs?status=COMPLETED&limit=1`)
+    const total = ((await done.json()) as { total: number }).total
+    if (total !== N + WARMUP) throw new Error(`${backend}: ${total} of ${N + WARMUP} jobs COMPLETED`)
+    return rate
   } finally {
     await p.stop()
     await platform.stop()

@@ -47,26 +47,21 @@ export interface FileStore {
 
 /** Config of the file store (the `files` member of the `jobs` plugin config). */
 export const FilesSettings = Schema.Struct({
-  backend: Schema.optionalWith(Schema.Literal("local", "s3"), { default: () => "local" as const }),
-  /** Local folder; relative to the jobs data directory. */
-  dir: Schema.optionalWith(Schema.String, { default: () => "files" }),
-  /** Public base URL of downloads; default `<jobs listener url>/files`. */
-  url: Schema.optional(Schema.String),
-  /** `FILES_API_KEY` for uploads over HTTP; read from the environment variable `api_key_env` when unset. */
-  api_key: Schema.optional(Schema.String),
-  api_key_env: Schema.optionalWith(Schema.String, { default: () => "FILES_API_KEY" }),
-  /** Largest accepted upload, bytes. */
-  max_upload_bytes: Schema.optionalWith(Schema.Int.pipe(Schema.positive()), { default: () => 100 * 1024 * 1024 }),
+  backend: Schema.optionalWith(Schema.Literal("local", "s3").annotations({ description: "local: a folder under the data directory; s3: an S3-compatible bucket" }), { default: () => "local" as const }),
+  dir: Schema.optionalWith(Schema.String.annotations({ description: "folder of the local backend, relative to <data_dir>/jobs" }), { default: () => "files" }),
+  url: Schema.optional(Schema.String.annotations({ description: "public base URL of downloads (default: <jobs listener url>/files); set it for `platform worker` processes" })),
+  api_key: Schema.optional(Schema.String.annotations({ description: "FILES_API_KEY for uploads (PUT /files/<name>); default: the environment variable named by api_key_env; none disables uploads" })),
+  api_key_env: Schema.optionalWith(Schema.String.annotations({ description: "environment variable holding the upload key" }), { default: () => "FILES_API_KEY" }),
+  max_upload_bytes: Schema.optionalWith(Schema.Int.pipe(Schema.positive()).annotations({ description: "largest accepted upload, bytes" }), { default: () => 100 * 1024 * 1024 }),
   s3: Schema.optional(Schema.Struct({
-    endpoint: Schema.String,
+    endpoint: Schema.String.annotations({ description: "base URL, e.g. https://s3.eu-west-1.amazonaws.com or http://127.0.0.1:9000 (path-style requests)" }),
     bucket: Schema.String,
     region: Schema.optionalWith(Schema.String, { default: () => "us-east-1" }),
     access_key_id: Schema.String,
     secret_access_key: Schema.String,
-    /** Key prefix inside the bucket. */
-    prefix: Schema.optionalWith(Schema.String, { default: () => "files/" })
-  }))
-})
+    prefix: Schema.optionalWith(Schema.String.annotations({ description: "key prefix inside the bucket" }), { default: () => "files/" })
+  }).annotations({ description: "bucket of the s3 backend (SigV4-signed requests)" }))
+}).annotations({ description: "the files store: job outputs and uploads, downloaded at {files_url}/<id>/<name>" })
 export type FilesSettings = typeof FilesSettings.Type
 
 const ID_RE = /^[A-Za-z0-9_-]{32}$/

@@ -8,46 +8,41 @@ import { ErrorKind } from "./Job.ts"
 
 const Seconds = Schema.Number.pipe(Schema.nonNegative())
 
+/** An optional member with a default and a description (shown in the generated config reference). */
+const opt = <A, I>(s: Schema.Schema<A, I>, d: () => A, description: string) =>
+  Schema.optionalWith(s.annotations({ description }), { default: d })
+
 /** Limits and retry defaults; defaults are the spec's. */
 export const Limits = Schema.Struct({
-  /** `WORKER_TIMEOUT`: max execution time of one attempt. */
-  worker_timeout_s: Schema.optionalWith(Seconds, { default: () => 3600 }),
-  /** `QUEUE_TIMEOUT`: max time a runnable job waits in QUEUED (backoff delays not counted). */
-  queue_timeout_s: Schema.optionalWith(Seconds, { default: () => 7200 }),
-  /** `WORKER_CONCURRENCY`: jobs one worker process runs at once. */
-  worker_concurrency: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 1024)), { default: () => 4 }),
-  max_retries: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 100)), { default: () => 3 }),
-  retry_on: Schema.optionalWith(Schema.Array(ErrorKind), { default: () => ["TIMEOUT", "NETWORK_ERROR"] as const }),
-  no_retry_on: Schema.optionalWith(Schema.Array(ErrorKind), { default: () => ["VALIDATION_ERROR"] as const }),
-  /** Backoff base and cap: delay = min(base * 2^(attempt-1), cap). */
-  backoff_base_s: Schema.optionalWith(Seconds, { default: () => 30 }),
-  backoff_cap_s: Schema.optionalWith(Seconds, { default: () => 3600 }),
-  /** Terminal jobs are deleted this long after they ended (7 days). */
-  retention_s: Schema.optionalWith(Seconds, { default: () => 7 * 24 * 3600 }),
-  /** How often queue timeouts and retention are enforced. */
-  sweep_interval_s: Schema.optionalWith(Seconds, { default: () => 10 })
-})
+  worker_timeout_s: opt(Seconds, () => 3600, "WORKER_TIMEOUT: longest run of one attempt, seconds (then FAILED with a TIMEOUT)"),
+  queue_timeout_s: opt(Seconds, () => 7200, "QUEUE_TIMEOUT: longest wait of a runnable job in QUEUED, seconds (then FAILED with a TIMEOUT; backoff delays do not count)"),
+  worker_concurrency: opt(Schema.Int.pipe(Schema.between(1, 1024)), () => 4, "WORKER_CONCURRENCY: jobs one process runs at once"),
+  max_retries: opt(Schema.Int.pipe(Schema.between(0, 100)), () => 3, "default max_retries of a job (it runs at most max_retries + 1 times)"),
+  retry_on: opt(Schema.Array(ErrorKind), () => ["TIMEOUT", "NETWORK_ERROR"] as const, "default retry_on: failure kinds that are retried"),
+  no_retry_on: opt(Schema.Array(ErrorKind), () => ["VALIDATION_ERROR"] as const, "default no_retry_on: failure kinds never retried"),
+  backoff_base_s: opt(Seconds, () => 30, "backoff before retry n: min(backoff_base_s * 2^(n-1), backoff_cap_s), seconds"),
+  backoff_cap_s: opt(Seconds, () => 3600, "longest backoff, seconds"),
+  retention_s: opt(Seconds, () => 7 * 24 * 3600, "ended jobs (and their files) are deleted this long after they ended, seconds (7 days)"),
+  sweep_interval_s: opt(Seconds, () => 10, "how often queue timeouts and retention are enforced, seconds")
+}).annotations({ description: "the spec's Limits, every figure configurable" })
 export type Limits = typeof Limits.Type
 
 /** Redis connection for the `redis` backend (BullMQ queue and job records). */
 export const RedisSettings = Schema.Struct({
-  url: Schema.optionalWith(Schema.String, { default: () => "redis://127.0.0.1:6379" }),
-  /** Key prefix for records and the BullMQ queue, so several platforms can share one Redis. */
-  prefix: Schema.optionalWith(Schema.String, { default: () => "platform" }),
-  /** BullMQ lock lifetime: a worker that dies mid-job is noticed after about this long. */
-  lock_s: Schema.optionalWith(Seconds, { default: () => 30 })
-})
+  url: opt(Schema.String, () => "redis://127.0.0.1:6379", "ioredis URL of the Redis holding the queue and the job records"),
+  prefix: opt(Schema.String, () => "platform", "key prefix of records and of the BullMQ queue, so platforms can share one Redis"),
+  lock_s: opt(Seconds, () => 30, "BullMQ lock lifetime, seconds: a worker that dies mid-job is noticed after about this long")
+}).annotations({ description: "Redis of the redis backend" })
 export type RedisSettings = typeof RedisSettings.Type
 
 /** The whole runtime configuration. */
 export const JobsSettings = Schema.Struct({
-  backend: Schema.optionalWith(Schema.Literal("embedded", "redis"), { default: () => "embedded" as const }),
-  /** Run workers in this process (`platform serve`); `platform worker` forces true. */
-  workers: Schema.optionalWith(Schema.Boolean, { default: () => true }),
-  limits: Schema.optionalWith(Limits, { default: () => Schema.decodeSync(Limits)({}) }),
-  redis: Schema.optionalWith(RedisSettings, { default: () => Schema.decodeSync(RedisSettings)({}) })
+  backend: opt(Schema.Literal("embedded", "redis"), () => "embedded" as const, "embedded: in-process workers, jobs persisted under the data directory; redis: BullMQ on ioredis, workers in any process (`platform worker`)"),
+  workers: opt(Schema.Boolean, () => true, "run workers in the serving process (`platform worker` always does)"),
+  limits: opt(Limits, () => Schema.decodeSync(Limits)({}), "limits and retry defaults"),
+  redis: opt(RedisSettings, () => Schema.decodeSync(RedisSettings)({}), "Redis of the redis backend")
 })
 export type JobsSettings = typeof JobsSettings.Type
 
-/** Decodes partial settings (as written in YAML) into full settings with the spec's defaults. */
+/** Decodes partial settings (as written in YAML) into full settings with the spec's defaults. Throws a ParseError. */
 export const decodeSettings = (input: unknown = {}): JobsSettings => Schema.decodeUnknownSync(JobsSettings)(input)

@@ -14,13 +14,11 @@ import { VectorStores } from "./VectorStore.ts"
 
 /** Config of `plugins.job-vectl`. */
 export const VectlConfig = Schema.Struct({
-  /** The `{embed_model}` used when a payload names none. */
-  default_model: Schema.optionalWith(Schema.String, { default: () => "hashing-768" }),
-  models: Schema.optionalWith(Schema.Record({ key: Schema.String, value: ModelConfig }), { default: () => ({ "hashing-768": { kind: "hashing" as const } }) }),
-  chunk_words: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 8192)), { default: () => 512 }),
-  overlap_words: Schema.optionalWith(Schema.Int.pipe(Schema.nonNegative()), { default: () => 64 }),
-  /** `EMBED_BATCH_SIZE`. */
-  batch_size: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 2048)), { default: () => 32 })
+  default_model: Schema.optionalWith(Schema.String.annotations({ description: "the {embed_model} used when a payload names none; a key of models" }), { default: () => "hashing-768" }),
+  models: Schema.optionalWith(Schema.Record({ key: Schema.String, value: ModelConfig }).annotations({ description: "embedding models by name: {kind: hashing} | {kind: openai, base_url, model?, api_key?} | {kind: llama-cpp, model_path, ...}" }), { default: () => ({ "hashing-768": { kind: "hashing" as const } }) }),
+  chunk_words: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 8192)).annotations({ description: "words per stored chunk" }), { default: () => 512 }),
+  overlap_words: Schema.optionalWith(Schema.Int.pipe(Schema.nonNegative()).annotations({ description: "words shared by neighbouring chunks (stride = chunk_words - overlap_words)" }), { default: () => 64 }),
+  batch_size: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 2048)).annotations({ description: "EMBED_BATCH_SIZE: chunks per embedding call" }), { default: () => 32 })
 }).pipe(Schema.filter((c) => c.overlap_words < c.chunk_words || { path: ["overlap_words"], message: "must be smaller than chunk_words" }))
   .annotations({ identifier: "JobVectlConfig" })
 export type VectlConfig = typeof VectlConfig.Type

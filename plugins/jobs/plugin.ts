@@ -24,8 +24,7 @@ export const JobsConfig = Schema.extend(
   JobsSettings,
   Schema.Struct({
     files: Schema.optionalWith(FilesSettings, { default: () => Schema.decodeSync(FilesSettings)({}) }),
-    /** SSE keep-alive comment interval, seconds. */
-    events_heartbeat_s: Schema.optionalWith(Schema.Number.pipe(Schema.positive()), { default: () => 15 })
+    events_heartbeat_s: Schema.optionalWith(Schema.Number.pipe(Schema.positive()).annotations({ description: "keep-alive comment interval of the SSE progress stream, seconds" }), { default: () => 15 })
   })
 ).annotations({ identifier: "JobsConfig" })
 export type JobsConfig = typeof JobsConfig.Type
