@@ -16,9 +16,13 @@ export class JobFailure extends Error {
   }
 }
 
-/** A file the job stores: returns the absolute download URL. */
+/** The file store as a job sees it (the `files` service of the `jobs` plugin). */
 export interface JobFiles {
-  /** Stores `data` under a name (unguessable id added by the store); returns `{ id, url }`. */
+  /**
+   * Stores `data` under `name` (reduced to one safe path segment; the store adds an unguessable
+   * id) and records it with the job, so it is deleted with the job at retention. Resolves
+   * `{ id, url }` with `url` absolute (`{files_url}/<id>/<name>`). Rejects on storage errors.
+   */
   readonly put: (name: string, data: Uint8Array | string, contentType?: string) => Promise<{ id: string; url: string }>
 }
 
@@ -32,11 +36,17 @@ export interface JobContext {
   /** Aborted on cancel and on worker timeout; pass it to fetches and browser pages. */
   readonly signal: AbortSignal
   readonly files: JobFiles
-  /** Scratch directory unique to this attempt, removed afterwards. */
+  /** Scratch directory unique to this attempt, created on first access, removed afterwards. */
   readonly workDir: string
 }
 
-/** A job type contribution: id is the specification's name (`vectl`, `screenshot`). */
+/**
+ * A job type contribution: id is the specification's name (`vectl`, `screenshot`). The jobs
+ * runtime validates the POST body with `payload` (failures: 422, job FAILED with a
+ * VALIDATION_ERROR), decodes it again in the worker, and checks the handler's value with `result`
+ * (a mismatch fails the job with INTERNAL_ERROR, not retried). Handlers must honour
+ * `ctx.signal` (cancel, WORKER_TIMEOUT): the worker frees the slot as soon as it aborts.
+ */
 export interface JobType<P = any, R = any> {
   readonly id: string
   readonly description: string
