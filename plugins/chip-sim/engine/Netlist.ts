@@ -207,5 +207,3 @@ export const loadNetlist = (folder: string): Netlist => {
   }
 }
 
-/** The default netlist folder: `$CHIP_SIM_NETLIST`, else `/work/shared/chip-sim/netlist`. */
-export const defaultNetlistDir = (): string => process.env.CHIP_SIM_NETLIST ?? "/work/shared/chip-sim/netlist"
