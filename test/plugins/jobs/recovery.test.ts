@@ -9,7 +9,7 @@ import * as fs from "node:fs"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import * as path from "node:path"
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ROOT, startPlatform } from "../../../core/Kernel.ts"
 import type { Job } from "../../../core/jobs/Job.ts"
 import { jobsClient, platformYaml, startRedis, tempDir, type TestRedis } from "../../core/jobs/support.ts"
@@ -54,9 +54,6 @@ const kill = (c: ChildProcess, signal: NodeJS.Signals = "SIGKILL") =>
     c.kill(signal)
   })
 
-afterEach(async () => {
-  for (const c of children.splice(0)) await kill(c)
-})
 
 let redis: TestRedis
 beforeAll(async () => {
@@ -68,7 +65,7 @@ afterAll(async () => {
 
 const runs = (marker: string) => fs.readFileSync(marker, "utf8").trim().split("\n")
 
-describe("restart recovery", () => {
+describe("embedded restart", () => {
   it("embedded: a serving process killed mid-job; after restart the job runs again (attempt counted) and completes", async () => {
     const dataDir = tempDir()
     const marker = path.join(dataDir, "marker")
@@ -89,34 +86,33 @@ describe("restart recovery", () => {
     expect(runs(marker)).toHaveLength(2)
     for (const id of queuedBehind) expect((await api2.waitFor(id)).status).toBe("COMPLETED")
     expect((await api2.list("job_type=echo")).body.total).toBe(7)
+    await kill(second.child)
   })
 
-  it("redis: a `platform worker` process killed mid-job; another worker picks the job up and completes it", async () => {
-    const dataDir = tempDir()
-    const marker = path.join(dataDir, "marker")
-    const prefix = "rk"
-    const apiYaml = platformYaml({ backend: "redis", dataDir, redisUrl: redis.url, prefix, workers: false, lockS: 1 })
-    const platform = await startPlatform({ cwd: ROOT, yaml: apiYaml })
-    try {
-      const api = jobsClient(platform.url("jobs"))
-      const workerYaml = platformYaml({ backend: "redis", dataDir: tempDir(), redisUrl: redis.url, prefix, lockS: 1 })
-      const w1 = await spawnChild(workerYaml, "worker")
-      expect(w1.ready).toMatch(/echo/)
-      const r = await api.submit("echo", { value: "survivor", sleep_ms: 1200, marker })
-      const running = await api.waitFor(r.body.job_id, (j) => j.status === "PROCESSING" && j.progress > 10)
-      expect(running.worker).toMatch(new RegExp(`:${w1.child.pid}$`))
-      await kill(w1.child)
-      const w2 = await spawnChild(workerYaml, "worker")
-      const j = await api.waitFor(r.body.job_id, undefined, 20_000)
-      expect(j).toMatchObject({ status: "COMPLETED", attempts: 2, result: { attempt: 2 } })
-      expect(j.history.filter((h) => h.status === "PROCESSING").map((h) => h.worker)).toEqual([`${running.worker}`, expect.stringMatching(new RegExp(`:${w2.child.pid}$`))])
-      expect(runs(marker)).toHaveLength(2)
-    } finally {
-      await platform.stop()
-    }
+})
+
+// One API process (no workers) and a chain of `platform worker` processes sharing a Redis:
+// each test leaves the next worker running, so the chain costs three CLI starts, not five.
+describe("platform worker processes (redis)", () => {
+  const prefix = "rw"
+  let platform: Awaited<ReturnType<typeof startPlatform>>
+  let api: ReturnType<typeof jobsClient>
+  let workerYaml: string
+  let current: { child: ChildProcess; ready: string }
+
+  beforeAll(async () => {
+    platform = await startPlatform({ cwd: ROOT, yaml: platformYaml({ backend: "redis", dataDir: tempDir(), redisUrl: redis.url, prefix, workers: false, lockS: 1 }) })
+    api = jobsClient(platform.url("jobs"))
+    workerYaml = platformYaml({ backend: "redis", dataDir: tempDir(), redisUrl: redis.url, prefix, lockS: 1 })
+    current = await spawnChild(workerYaml, "worker")
+    expect(current.ready).toMatch(/echo/)
+  })
+  afterAll(async () => {
+    for (const c of children.splice(0)) await kill(c)
+    await platform?.stop()
   })
 
-  it("redis: DELETE in the API process aborts the handler's fetch in a worker process within a second", async () => {
+  it("DELETE in the API process aborts the handler's fetch in the worker process within a second", async () => {
     const closed: Array<number> = []
     let opened = 0
     const server = http.createServer((req) => {
@@ -124,14 +120,10 @@ describe("restart recovery", () => {
       req.socket.on("close", () => closed.push(Date.now()))
     })
     await new Promise<void>((res) => server.listen(0, "127.0.0.1", res))
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hang`
-    const prefix = "rc"
-    const platform = await startPlatform({ cwd: ROOT, yaml: platformYaml({ backend: "redis", dataDir: tempDir(), redisUrl: redis.url, prefix, workers: false }) })
     try {
-      const api = jobsClient(platform.url("jobs"))
-      await spawnChild(platformYaml({ backend: "redis", dataDir: tempDir(), redisUrl: redis.url, prefix }), "worker")
-      const r = await api.submit("fetch", { url })
-      await api.waitFor(r.body.job_id, (j) => j.status === "PROCESSING")
+      const r = await api.submit("fetch", { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hang` })
+      const running = await api.waitFor(r.body.job_id, (j) => j.status === "PROCESSING")
+      expect(running.worker).toMatch(new RegExp(`:${current.child.pid}$`))
       while (opened === 0) await new Promise((res) => setTimeout(res, 10))
       const t0 = Date.now()
       expect((await api.cancel(r.body.job_id)).body.status).toBe("CANCELLED")
@@ -140,30 +132,35 @@ describe("restart recovery", () => {
       await new Promise((res) => setTimeout(res, 200))
       expect((await api.get(r.body.job_id)).status).toBe("CANCELLED")
     } finally {
-      await platform.stop()
       server.closeAllConnections()
       server.close()
     }
   })
 
-  it("redis: a worker stopped gracefully hands its running job back; another worker completes it", async () => {
-    const prefix = "rg"
-    const platform = await startPlatform({ cwd: ROOT, yaml: platformYaml({ backend: "redis", dataDir: tempDir(), redisUrl: redis.url, prefix, workers: false }) })
-    try {
-      const api = jobsClient(platform.url("jobs"))
-      const workerYaml = platformYaml({ backend: "redis", dataDir: tempDir(), redisUrl: redis.url, prefix })
-      const w1 = await spawnChild(workerYaml, "worker")
-      const r = await api.submit("echo", { value: "handed back", sleep_ms: 2000 })
-      await api.waitFor(r.body.job_id, (j) => j.status === "PROCESSING")
-      await kill(w1.child, "SIGTERM")
-      const back = await api.get(r.body.job_id)
-      expect(back.status).toBe("QUEUED")
-      expect(back.history.at(-1)).toMatchObject({ status: "QUEUED", error: "worker shut down during the attempt" })
-      await spawnChild(workerYaml, "worker")
-      const j: Job = await api.waitFor(r.body.job_id)
-      expect(j).toMatchObject({ status: "COMPLETED", attempts: 2 })
-    } finally {
-      await platform.stop()
-    }
+  it("a worker stopped gracefully (SIGTERM) hands its running job back; the next worker completes it", async () => {
+    const r = await api.submit("echo", { value: "handed back", sleep_ms: 2000 })
+    await api.waitFor(r.body.job_id, (j) => j.status === "PROCESSING")
+    await kill(current.child, "SIGTERM")
+    const back = await api.get(r.body.job_id)
+    expect(back.status).toBe("QUEUED")
+    expect(back.history.at(-1)).toMatchObject({ status: "QUEUED", error: "worker shut down during the attempt" })
+    current = await spawnChild(workerYaml, "worker")
+    const j: Job = await api.waitFor(r.body.job_id)
+    expect(j).toMatchObject({ status: "COMPLETED", attempts: 2 })
+  })
+
+  it("a worker killed mid-job (SIGKILL): another worker picks the job up and completes it, attempt counted", async () => {
+    const marker = path.join(tempDir(), "marker")
+    const r = await api.submit("echo", { value: "survivor", sleep_ms: 1200, marker })
+    const running = await api.waitFor(r.body.job_id, (j) => j.status === "PROCESSING" && j.progress > 10)
+    expect(running.worker).toMatch(new RegExp(`:${current.child.pid}$`))
+    await kill(current.child)
+    current = await spawnChild(workerYaml, "worker")
+    const j = await api.waitFor(r.body.job_id, undefined, 20_000)
+    expect(j).toMatchObject({ status: "COMPLETED", attempts: 2, result: { attempt: 2 } })
+    expect(j.history.map((h) => h.status)).toEqual(["PENDING", "QUEUED", "PROCESSING", "FAILED", "QUEUED", "PROCESSING", "COMPLETED"])
+    expect(j.history[3]!.error).toMatch(/lost during attempt 1/)
+    expect(j.history.filter((h) => h.status === "PROCESSING").map((h) => h.worker)).toEqual([running.worker, expect.stringMatching(new RegExp(`:${current.child.pid}$`))])
+    expect(runs(marker)).toHaveLength(2)
   })
 })
