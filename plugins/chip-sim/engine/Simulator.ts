@@ -20,7 +20,6 @@
  */
 import { Chip, makeTables, type ChipTables } from "./Chip.ts"
 import {
-  BLOB_HEX_LENGTH,
   decodeBits,
   encodeBits,
   ENCODING_STATEMENT,
@@ -374,4 +373,3 @@ export const makeSimulator = (netlistDir: string): Simulator => new SimulatorImp
 /** Builds a simulator from an already parsed netlist. */
 export const makeSimulatorFromNetlist = (netlist: Netlist): Simulator => new SimulatorImpl(netlist)
 
-export { BLOB_HEX_LENGTH }
