@@ -8,7 +8,8 @@
  *    (raw sockets, pipelined requests, in a worker thread so it has its own core) sends chat
  *    requests that all get 503 (target: 5,000/s on the 2-core machine).
  * 3. For reference, the same load generator against a bare `node:http` server answering the
- *    same 503 — the machine's ceiling for this client.
+ *    same 503 (the machine's ceiling for this client), and against a bare `@effect/platform-node`
+ *    server with one route answering it (the ceiling of the HTTP stack the kernel is built on).
  *
  * Everything runs on loopback in this process: the real kernel (`startPlatform`), the gateway
  * plugin and the fixture upstream.
@@ -18,6 +19,9 @@ import type { AddressInfo } from "node:net"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { Worker } from "node:worker_threads"
+import { HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Effect, Exit, Scope } from "effect"
 import { ROOT, startPlatform } from "../core/Kernel.ts"
 import { startOpenAIUpstream } from "../test/fixtures/openai-upstream.ts"
 
@@ -164,6 +168,19 @@ plugins:
     await new Promise<void>((r) => bare.listen(0, "127.0.0.1", r))
     const plain = await load(`http://127.0.0.1:${(bare.address() as AddressInfo).port}/v1/chat/completions`, "{}", Math.min(loadMs, 2000))
     bare.close()
+
+    const scope = Effect.runSync(Scope.make())
+    const effectServer = http.createServer()
+    const busy = HttpServerResponse.text('{"error":{"message":"busy","type":"server_error","param":null,"code":"engine_busy"}}', { status: 503, contentType: "application/json", headers: { "retry-after": "1" } })
+    await Effect.runPromise(Effect.gen(function* () {
+      const server = yield* NodeHttpServer.make(() => effectServer, { port: 0, host: "127.0.0.1" })
+      yield* HttpServer.serveEffect(HttpRouter.empty.pipe(HttpRouter.post("/v1/chat/completions", Effect.succeed(busy)))).pipe(
+        Effect.provideService(HttpServer.HttpServer, server),
+        Effect.provide(NodeHttpServer.layerContext)
+      )
+    }).pipe(Scope.extend(scope)))
+    const effectOnly = await load(`http://127.0.0.1:${(effectServer.address() as AddressInfo).port}/v1/chat/completions`, "{}", Math.min(loadMs, 2000))
+    await Effect.runPromise(Scope.close(scope, Exit.void))
     await hold
 
     const figures = {
@@ -174,7 +191,8 @@ plugins:
       added_p50_ms: quantile(b, 0.5) - quantile(a, 0.5),
       added_p99_ms: quantile(b, 0.99) - quantile(a, 0.99),
       refusals_per_s: Math.round(refusal.perSecond * ((refusal.statuses["503"] ?? 0) / Math.max(1, Object.values(refusal.statuses).reduce((x, y) => x + y, 0)))),
-      plain_503_per_s: Math.round(plain.perSecond)
+      plain_503_per_s: Math.round(plain.perSecond),
+      effect_server_503_per_s: Math.round(effectOnly.perSecond)
     }
     console.log("gateway bench (loopback, same process)")
     console.log(`  upstream direct    p50 ${figures.direct_p50_ms.toFixed(3)} ms  p99 ${figures.direct_p99_ms.toFixed(3)} ms  (n=${requests})`)
@@ -183,6 +201,7 @@ plugins:
     console.log(`  busy-engine 503s   ${figures.refusals_per_s}/s  statuses ${JSON.stringify(refusal.statuses)}  (target 5000/s)`)
     console.log(`  process CPU during the flood: ${(((cpu.user + cpu.system) / 1000) / wall * 100).toFixed(0)}% of one core (server + load generator)`)
     console.log(`  bare node:http 503 ${figures.plain_503_per_s}/s  (this client's ceiling here)`)
+    console.log(`  bare Effect server ${figures.effect_server_503_per_s}/s  (one constant route on @effect/platform-node: the kernel's HTTP stack)`)
     return figures
   } finally {
     agent.destroy()
