@@ -24,6 +24,11 @@ export interface JobQueue {
   readonly enqueue: (job: Job, delayMs: number) => Promise<void>
   /** Drops a pending delivery of `job`, best effort (a delivery that slips through is ignored at claim). */
   readonly remove: (job: Job) => Promise<void>
+  /**
+   * Re-enqueues those of `jobs` (QUEUED records) that have no pending delivery: the process that
+   * wrote the record died before enqueueing it. Resolves how many were re-enqueued.
+   */
+  readonly ensure: (jobs: ReadonlyArray<Job>) => Promise<number>
   /** Starts delivering to `deliver`, at most `concurrency` jobs at once in this process. */
   readonly start: (deliver: Deliver, concurrency: number) => Promise<void>
   /** Stops delivering; resolves when running deliveries have returned. */
@@ -67,6 +72,9 @@ export class EmbeddedQueue implements JobQueue {
     }
     // An entry already in `ready` stays; the claim drops it because the record is no longer QUEUED.
   }
+
+  // In-process entries cannot go missing while the process lives; startup recovery covers restarts.
+  ensure = async (): Promise<number> => 0
 
   start = async (deliver: Deliver, concurrency: number): Promise<void> => {
     this.deliver = deliver
@@ -123,6 +131,21 @@ export class RedisQueue implements JobQueue {
       removeOnComplete: true,
       removeOnFail: true
     })
+  }
+
+  ensure = async (jobs: ReadonlyArray<Job>): Promise<number> => {
+    if (jobs.length === 0) return 0
+    const p = this.connection.pipeline()
+    for (const j of jobs) p.exists(`${this.settings.prefix}:jobs:${RedisQueue.bullId(j)}`)
+    const found = (await p.exec()) ?? []
+    let added = 0
+    for (let i = 0; i < jobs.length; i++) {
+      if (found[i]?.[1] === 0) {
+        await this.enqueue(jobs[i]!, 0)
+        added++
+      }
+    }
+    return added
   }
 
   remove = async (job: Job): Promise<void> => {

@@ -17,6 +17,9 @@ import { RedisJobStore } from "./RedisJobStore.ts"
 import type { JobsSettings } from "./Settings.ts"
 import { formatIssues, type JobTypeLookup, JobWorker, lostAttempt, queueTimedOut } from "./Worker.ts"
 
+/** How long a runnable QUEUED record may lack a queue entry before the sweeper re-enqueues it (ms). */
+export const ORPHAN_GRACE_MS = 2_000
+
 /** Which parts of the runtime this process runs. */
 export type Role = "all" | "api" | "worker"
 
@@ -140,11 +143,14 @@ export class JobsRuntime {
 
   /**
    * Enforces QUEUE_TIMEOUT (QUEUED longer than the limit since runnable: FAILED, kind TIMEOUT) and
-   * retention (terminal jobs older than `retention_s`: deleted with their files). Safe to run in
-   * several processes at once. Resolves the numbers of jobs timed out and purged.
+   * retention (terminal jobs older than `retention_s`: deleted with their files), and re-enqueues
+   * QUEUED records runnable for over `ORPHAN_GRACE_MS` that the queue lost (a process died between
+   * writing the record and enqueueing it). Safe to run in several processes at once. Resolves the
+   * numbers of jobs timed out, purged and re-enqueued.
    */
-  async sweep(now: number = Date.now()): Promise<{ timedOut: number; purged: number }> {
+  async sweep(now: number = Date.now()): Promise<{ timedOut: number; purged: number; requeued: number }> {
     const lim = this.settings.limits
+    const requeued = await this.queue.ensure(await this.store.queuedBefore(now - ORPHAN_GRACE_MS))
     let timedOut = 0
     for (const j of await this.store.queuedBefore(now - lim.queue_timeout_s * 1000)) {
       const r = await this.store.update(j.job_id, (x) =>
@@ -159,7 +165,7 @@ export class JobsRuntime {
       await this.files.delete(old.flatMap((j) => j.files ?? [])).catch(() => {})
       await this.store.delete(old.map((j) => j.job_id))
     }
-    return { timedOut, purged: old.length }
+    return { timedOut, purged: old.length, requeued }
   }
 
   /**
