@@ -11,30 +11,32 @@ import { directOnly, GeoRouter } from "../../core/net/GeoRouting.ts"
 import { RateLimiter } from "../../core/net/RateLimiter.ts"
 import { definePlugin } from "../../core/Plugin.ts"
 import { ArchiveClient } from "./Archive.ts"
-import { archiveDiscoverOp, fetchArchiveOp } from "./GraphOps.ts"
-import { lazarusJob } from "./Lazarus.ts"
+import { ArchivedPage, archiveDiscoverOp, fetchArchiveOp } from "./GraphOps.ts"
+import { LazarusPayload, LazarusResult, lazarusJob } from "./Lazarus.ts"
 
 const Url = Schema.String.pipe(Schema.pattern(/^https?:\/\/\S+[^/]$/), Schema.annotations({ description: "absolute http(s) URL without a trailing slash" }))
 const PerMinute = Schema.Number.pipe(Schema.greaterThan(0), Schema.annotations({ description: "requests per minute" }))
-const opt = <A, I>(s: Schema.Schema<A, I>, d: A) => Schema.optionalWith(s, { default: () => d })
+/** An optional config key with its default; the description (default appended) feeds schemas/ and the README reference. */
+const opt = <A, I>(s: Schema.Schema<A, I>, d: A, description: string) =>
+  Schema.optionalWith(s.annotations({ description: `${description} (default ${JSON.stringify(d)})` }), { default: () => d })
 
 /** Config of `plugins.job-archive` in platform.yaml. */
 export const ArchiveConfig = Schema.Struct({
-  wayback_cdx_url: opt(Url, "https://web.archive.org/cdx/search/cdx"),
-  wayback_snapshot_url: opt(Url, "https://web.archive.org/web"),
-  commoncrawl_index_url: opt(Url, "https://index.commoncrawl.org"),
-  commoncrawl_data_url: opt(Url, "https://data.commoncrawl.org"),
-  commoncrawl_max_indexes: opt(Schema.Int.pipe(Schema.between(1, 200)), 3).annotations({ description: "crawl indexes queried per discovery (newest first)" }),
-  status_filter: opt(Schema.String, "200").annotations({ description: "CDX status filter (a regex: `200`, `2..`); empty for none" }),
-  wayback_cdx_per_minute: opt(PerMinute, 60),
-  wayback_snapshot_per_minute: opt(PerMinute, 120),
-  commoncrawl_index_per_minute: opt(PerMinute, 60),
-  commoncrawl_data_per_minute: opt(PerMinute, 300),
-  fetch_timeout_ms: opt(Schema.Int.pipe(Schema.between(100, 600_000)), 30_000),
-  max_429_retries: opt(Schema.Int.pipe(Schema.between(0, 10)), 3),
-  backoff_base_ms: opt(Schema.Int.pipe(Schema.between(0, 600_000)), 2_000),
-  backoff_max_ms: opt(Schema.Int.pipe(Schema.between(0, 3_600_000)), 60_000),
-  max_snapshot_bytes: opt(Schema.Int.pipe(Schema.between(1_024, 1024 * 1024 * 1024)), 20 * 1024 * 1024)
+  wayback_cdx_url: opt(Url, "https://web.archive.org/cdx/search/cdx", "Wayback CDX server endpoint"),
+  wayback_snapshot_url: opt(Url, "https://web.archive.org/web", "Wayback snapshot base; snapshots are read at {base}/{timestamp}id_/{url}"),
+  commoncrawl_index_url: opt(Url, "https://index.commoncrawl.org", "Common Crawl index server (serves collinfo.json and the per-crawl CDX APIs)"),
+  commoncrawl_data_url: opt(Url, "https://data.commoncrawl.org", "Common Crawl data host the WARC files are read from by byte range"),
+  commoncrawl_max_indexes: opt(Schema.Int.pipe(Schema.between(1, 200)), 3, "crawl indexes queried per discovery, newest first"),
+  status_filter: opt(Schema.String, "200", "CDX status filter, a regex (`200`, `2..`); empty for none"),
+  wayback_cdx_per_minute: opt(PerMinute, 60, "Wayback CDX requests per minute per worker process (the server blocks above about 60)"),
+  wayback_snapshot_per_minute: opt(PerMinute, 120, "Wayback snapshot requests per minute per worker process"),
+  commoncrawl_index_per_minute: opt(PerMinute, 60, "Common Crawl index requests per minute per worker process"),
+  commoncrawl_data_per_minute: opt(PerMinute, 300, "Common Crawl WARC range requests per minute per worker process"),
+  fetch_timeout_ms: opt(Schema.Int.pipe(Schema.between(100, 600_000)), 30_000, "deadline of one HTTP request, ms"),
+  max_429_retries: opt(Schema.Int.pipe(Schema.between(0, 10)), 3, "retries after a 429 within one attempt before failing NETWORK_ERROR"),
+  backoff_base_ms: opt(Schema.Int.pipe(Schema.between(0, 600_000)), 2_000, "first 429 backoff when the server sends no Retry-After, ms (doubles per retry)"),
+  backoff_max_ms: opt(Schema.Int.pipe(Schema.between(0, 3_600_000)), 60_000, "longest single backoff, ms; a longer Retry-After fails the attempt at once"),
+  max_snapshot_bytes: opt(Schema.Int.pipe(Schema.between(1_024, 1024 * 1024 * 1024)), 20 * 1024 * 1024, "largest snapshot read, bytes")
 }).annotations({ identifier: "JobArchiveConfig" })
 export type ArchiveConfig = typeof ArchiveConfig.Type
 
@@ -68,6 +70,7 @@ export default definePlugin({
   // No routes of its own; jobs and graph operations are served by the `jobs` listener.
   defaultListener: "jobs",
   config: ArchiveConfig,
+  resources: { LazarusPayload, LazarusResult, ArchivedPage },
   setup: (ctx) =>
     Effect.gen(function* () {
       const geo = Option.getOrElse(yield* Effect.serviceOption(GeoRouter), () => directOnly)

@@ -2,8 +2,9 @@
  * The `browser` job type (research-jobs spec, "browser"): a scripted session in a fresh context.
  *
  * The page first loads `url`, then runs `actions` in order. The job's `timeout` (ms, default
- * 30000) bounds the whole script, initial load included: every Playwright call gets the time
- * left as its timeout, and when it runs out the context is closed and the job fails `TIMEOUT`.
+ * 30000) bounds the whole script, initial load included (a cold browser's launch is not
+ * counted): every Playwright call gets the time left as its timeout, and when it runs out the
+ * context is closed and the job fails `TIMEOUT` naming the step it was in.
  *
  * `extracted_data` is keyed by the `extract_text` action's `selector`, exactly as written; the
  * value is the rendered text (`innerText`, trimmed) of the first element matching it. Extracting
@@ -69,9 +70,11 @@ export const browserJob = (pool: BrowserPool, geo: GeoResolver, s: BrowserJobSet
   handler: async (p, ctx) => {
     const route = await geo.resolve(p.geo, ctx.signal)
     await ctx.progress(1, `loading ${p.url}`)
-    const deadline = Date.now() + p.timeout
+    // The clock starts once the context is ready: a cold browser's launch (bounded by
+    // launch_timeout_ms) is not the script's time.
+    let deadline = Number.POSITIVE_INFINITY
+    let t: ReturnType<typeof setTimeout> | undefined
     const timer = new AbortController()
-    const t = setTimeout(() => timer.abort(new DeadlineExceeded(p.timeout, "browser script")), p.timeout)
     const signal = AbortSignal.any([ctx.signal, timer.signal])
     const left = () => Math.max(1, deadline - Date.now())
     let step = "initial navigation"
@@ -80,6 +83,8 @@ export const browserJob = (pool: BrowserPool, geo: GeoResolver, s: BrowserJobSet
         { viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1, ...(route.kind === "proxy" ? { proxy: { server: route.proxyUrl } } : {}) },
         signal,
         async (context) => {
+          deadline = Date.now() + p.timeout
+          t = setTimeout(() => timer.abort(new DeadlineExceeded(p.timeout, "browser script")), p.timeout)
           const page = await context.newPage()
           const nav = (url: string) =>
             gotoChecked(page, url, { timeoutMs: left(), max429Retries: s.max429Retries, backoffBaseMs: s.backoffBaseMs, backoffMaxMs: s.backoffMaxMs, signal })
@@ -102,7 +107,7 @@ export const browserJob = (pool: BrowserPool, geo: GeoResolver, s: BrowserJobSet
       // Name the step even when the cause came from a layer that did not know it.
       throw f.message.startsWith(step) ? f : new JobFailure(f.kind, `${step} failed: ${f.message}`, f.retryable)
     } finally {
-      clearTimeout(t)
+      if (t) clearTimeout(t)
     }
   }
 })

@@ -10,23 +10,25 @@ import { Effect, Option, Schema } from "effect"
 import { accessSync, constants } from "node:fs"
 import { directOnly, GeoRouter } from "../../core/net/GeoRouting.ts"
 import { definePlugin, PluginUnavailable } from "../../core/Plugin.ts"
-import { browserJob } from "./Browser.ts"
+import { BrowserPayload, BrowserResult, browserJob } from "./Browser.ts"
 import { BrowserPool, DEFAULT_ARGS } from "./BrowserPool.ts"
-import { type BrowserJobSettings, screenshotJob, screenshotOp } from "./Screenshot.ts"
+import { type BrowserJobSettings, ScreenshotPayload, ScreenshotResult, screenshotJob, screenshotOp } from "./Screenshot.ts"
 
-const opt = <A, I>(s: Schema.Schema<A, I>, d: A) => Schema.optionalWith(s, { default: () => d })
+/** An optional config key with its default; the description (default appended) feeds schemas/ and the README reference. */
+const opt = <A, I>(s: Schema.Schema<A, I>, d: A, description: string) =>
+  Schema.optionalWith(s.annotations({ description: `${description} (default ${JSON.stringify(d)})` }), { default: () => d })
 
 /** Config of `plugins.job-browser` in platform.yaml. */
 export const BrowserConfig = Schema.Struct({
-  chromium_path: opt(Schema.String, "/usr/bin/chromium"),
-  chromium_args: opt(Schema.Array(Schema.String), [...DEFAULT_ARGS]).annotations({ description: "Chromium command-line flags" }),
-  launch_timeout_ms: opt(Schema.Int.pipe(Schema.between(1_000, 300_000)), 30_000),
-  navigation_timeout_ms: opt(Schema.Int.pipe(Schema.between(100, 600_000)), 30_000).annotations({ description: "per page load of a screenshot job" }),
-  max_urls: opt(Schema.Int.pipe(Schema.between(1, 100)), 50).annotations({ description: "URLs per screenshot job" }),
-  jpeg_quality: opt(Schema.Int.pipe(Schema.between(1, 100)), 80),
-  max_429_retries: opt(Schema.Int.pipe(Schema.between(0, 10)), 3),
-  backoff_base_ms: opt(Schema.Int.pipe(Schema.between(0, 600_000)), 2_000),
-  backoff_max_ms: opt(Schema.Int.pipe(Schema.between(0, 3_600_000)), 60_000)
+  chromium_path: opt(Schema.String, "/usr/bin/chromium", "Chromium executable (Debian package `chromium`); missing makes the plugin unavailable"),
+  chromium_args: opt(Schema.Array(Schema.String), [...DEFAULT_ARGS], "Chromium command-line flags"),
+  launch_timeout_ms: opt(Schema.Int.pipe(Schema.between(1_000, 300_000)), 30_000, "deadline of the Chromium launch, ms"),
+  navigation_timeout_ms: opt(Schema.Int.pipe(Schema.between(100, 600_000)), 30_000, "deadline of one page load or capture in a screenshot job, ms"),
+  max_urls: opt(Schema.Int.pipe(Schema.between(1, 100)), 50, "most URLs per screenshot job"),
+  jpeg_quality: opt(Schema.Int.pipe(Schema.between(1, 100)), 80, "JPEG quality of `format: jpeg` screenshots (1..100)"),
+  max_429_retries: opt(Schema.Int.pipe(Schema.between(0, 10)), 3, "retries of a page answering 429 before failing NETWORK_ERROR"),
+  backoff_base_ms: opt(Schema.Int.pipe(Schema.between(0, 600_000)), 2_000, "first 429 backoff when the page sends no Retry-After, ms (doubles per retry)"),
+  backoff_max_ms: opt(Schema.Int.pipe(Schema.between(0, 3_600_000)), 60_000, "longest single backoff, ms; a longer Retry-After fails at once")
 }).annotations({ identifier: "JobBrowserConfig" })
 export type BrowserConfig = typeof BrowserConfig.Type
 
@@ -52,6 +54,7 @@ export default definePlugin({
   // No routes of its own; jobs and graph operations are served by the `jobs` listener.
   defaultListener: "jobs",
   config: BrowserConfig,
+  resources: { ScreenshotPayload, ScreenshotResult, BrowserPayload, BrowserResult },
   setup: (ctx) =>
     Effect.gen(function* () {
       const c = ctx.config

@@ -11,25 +11,27 @@ import { Fetcher } from "../../core/net/Fetcher.ts"
 import { directOnly, GeoRouter } from "../../core/net/GeoRouting.ts"
 import { RateLimiter } from "../../core/net/RateLimiter.ts"
 import { definePlugin } from "../../core/Plugin.ts"
-import { youtubeSearchOp } from "./GraphOps.ts"
-import { transcriptJob } from "./Transcript.ts"
+import { Video, youtubeSearchOp } from "./GraphOps.ts"
+import { TranscriptPayload, TranscriptResult, transcriptJob } from "./Transcript.ts"
 import { YouTubeClient } from "./YouTube.ts"
 
-const opt = <A, I>(s: Schema.Schema<A, I>, d: A) => Schema.optionalWith(s, { default: () => d })
+/** An optional config key with its default; the description (default appended) feeds schemas/ and the README reference. */
+const opt = <A, I>(s: Schema.Schema<A, I>, d: A, description: string) =>
+  Schema.optionalWith(s.annotations({ description: `${description} (default ${JSON.stringify(d)})` }), { default: () => d })
 
 /** Config of `plugins.job-transcript` in platform.yaml. */
 export const TranscriptConfig = Schema.Struct({
-  youtube_base_url: opt(Schema.String.pipe(Schema.pattern(/^https?:\/\/\S+[^/]$/)), "https://www.youtube.com"),
-  player_client_name: opt(Schema.String, "ANDROID"),
-  player_client_version: opt(Schema.String, "20.10.38"),
-  search_client_name: opt(Schema.String, "WEB"),
-  search_client_version: opt(Schema.String, "2.20250101.00.00"),
-  accept_language: opt(Schema.String, "en-US"),
-  requests_per_minute: opt(Schema.Number.pipe(Schema.greaterThan(0)), 60),
-  fetch_timeout_ms: opt(Schema.Int.pipe(Schema.between(100, 600_000)), 30_000),
-  max_429_retries: opt(Schema.Int.pipe(Schema.between(0, 10)), 3),
-  backoff_base_ms: opt(Schema.Int.pipe(Schema.between(0, 600_000)), 2_000),
-  backoff_max_ms: opt(Schema.Int.pipe(Schema.between(0, 3_600_000)), 60_000)
+  youtube_base_url: opt(Schema.String.pipe(Schema.pattern(/^https?:\/\/\S+[^/]$/)), "https://www.youtube.com", "YouTube origin for the watch page, InnerTube player and search APIs"),
+  player_client_name: opt(Schema.String, "ANDROID", "InnerTube client used for the player API (ANDROID gets caption URLs without a PO token)"),
+  player_client_version: opt(Schema.String, "20.10.38", "version of that InnerTube client"),
+  search_client_name: opt(Schema.String, "WEB", "InnerTube client used for search"),
+  search_client_version: opt(Schema.String, "2.20250101.00.00", "version of the search client"),
+  accept_language: opt(Schema.String, "en-US", "Accept-Language sent to YouTube"),
+  requests_per_minute: opt(Schema.Number.pipe(Schema.greaterThan(0)), 60, "YouTube requests per minute per worker process"),
+  fetch_timeout_ms: opt(Schema.Int.pipe(Schema.between(100, 600_000)), 30_000, "deadline of one HTTP request, ms"),
+  max_429_retries: opt(Schema.Int.pipe(Schema.between(0, 10)), 3, "retries after a 429 within one attempt before failing NETWORK_ERROR"),
+  backoff_base_ms: opt(Schema.Int.pipe(Schema.between(0, 600_000)), 2_000, "first 429 backoff when the server sends no Retry-After, ms (doubles per retry)"),
+  backoff_max_ms: opt(Schema.Int.pipe(Schema.between(0, 3_600_000)), 60_000, "longest single backoff, ms; a longer Retry-After fails the attempt at once")
 }).annotations({ identifier: "JobTranscriptConfig" })
 export type TranscriptConfig = typeof TranscriptConfig.Type
 
@@ -54,6 +56,7 @@ export default definePlugin({
   // No routes of its own; jobs and graph operations are served by the `jobs` listener.
   defaultListener: "jobs",
   config: TranscriptConfig,
+  resources: { TranscriptPayload, TranscriptResult, YouTubeVideo: Video },
   setup: (ctx) =>
     Effect.gen(function* () {
       const geo = Option.getOrElse(yield* Effect.serviceOption(GeoRouter), () => directOnly)

@@ -162,7 +162,8 @@ describe.skipIf(!HAVE_CHROMIUM)("browser", () => {
     const t0 = Date.now()
     const to = await failure(script.handler(scriptPayload({ url: `${fx.url}/small`, timeout: 800, actions: [{ type: "wait", ms: 400 }, { type: "wait", ms: 400 }, { type: "wait", ms: 400 }] }), ctx()))
     expect(to.kind).toBe("TIMEOUT")
-    expect(to.message).toMatch(/exceeded its timeout of 800 ms during actions\[1\] \(wait\)/)
+    // Which wait it dies in depends on how long the load took on a busy machine.
+    expect(to.message).toMatch(/exceeded its timeout of 800 ms during actions\[[0-2]\] \(wait\)/)
     expect(Date.now() - t0).toBeLessThan(2_000)
 
     const c = ctx()

@@ -28,7 +28,7 @@ describe.skipIf(!existsSync("/usr/bin/chromium"))("browser jobs over the Jobs AP
   afterAll(async () => {
     await platform?.stop()
     await fx?.close()
-    expect(await waitNoTagged(mine, 5_000, true)).toEqual([])
+    expect(await waitNoTagged(mine, 5_000)).toEqual([])
   })
 
   it("boots in the kernel and contributes both job types and the graph operation", () => {
@@ -66,7 +66,7 @@ describe.skipIf(!existsSync("/usr/bin/chromium"))("browser jobs over the Jobs AP
     await new Promise((res) => setTimeout(res, 200))
     await api.cancel(r.body.job_id)
     expect((await api.waitFor(r.body.job_id)).status).toBe("CANCELLED")
-    expect(taggedPids(mine, true).length).toBeGreaterThan(0) // the warm browser lives on
+    expect(taggedPids(mine).length).toBeGreaterThan(0) // the warm browser lives on
     const after = await api.waitFor((await api.submit("screenshot", { urls: [`${fx.url}/small`], full_page: false, viewport_width: 200, viewport_height: 100 })).body.job_id)
     expect(after).toMatchObject({ status: "COMPLETED", result: { screenshots: [{ width: 200, height: 100 }] } })
   })
