@@ -11,6 +11,9 @@
  *    same 503 (the machine's ceiling for this client), and against a bare `@effect/platform-node`
  *    server with one route answering it (the ceiling of the HTTP stack the kernel is built on).
  *
+ * 4. For orientation, the llama-cpp engine on the tiny fixture GGUF (random weights, 2 layers):
+ *    time to first streamed token and generation speed through the gateway.
+ *
  * Everything runs on loopback in this process: the real kernel (`startPlatform`), the gateway
  * plugin and the fixture upstream.
  */
@@ -23,9 +26,12 @@ import { HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Exit, Scope } from "effect"
 import { ROOT, startPlatform } from "../core/Kernel.ts"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import { writeTinyGguf } from "../scripts/make-tiny-gguf.ts"
 import { startOpenAIUpstream } from "../test/fixtures/openai-upstream.ts"
 
-const TOKEN = "bench-token"
+const TOKEN = "bench-token-0123456789"
 
 const quantile = (sorted: ReadonlyArray<number>, q: number): number =>
   sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!
@@ -117,6 +123,9 @@ export async function benchGateway(opts: { requests?: number; loadMs?: number } 
   const prevLevel = process.env.PLATFORM_LOG_LEVEL
   process.env.PLATFORM_LOG_LEVEL ??= "error"
   const upstream = await startOpenAIUpstream({ record: false })
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gateway-bench-"))
+  const tiny = path.join(dir, "tiny.gguf")
+  writeTinyGguf(tiny)
   const platform = await startPlatform({
     cwd: ROOT,
     yaml: `
@@ -130,6 +139,7 @@ plugins:
     engines:
       - { id: fast, kind: upstream, url: "${upstream.url}" }
       - { id: held, kind: upstream, url: "${upstream.url}" }
+      - { id: tiny, kind: llama-cpp, model_path: "${tiny}", threads: 1, context_size: 1024, batch_size: 256 }
 `
   })
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
@@ -179,6 +189,34 @@ plugins:
         Effect.provide(NodeHttpServer.layerContext)
       )
     }).pipe(Scope.extend(scope)))
+    // 4. The tiny llama engine: first streamed token and tokens per second.
+    for (let i = 0; i < 100; i++) {
+      const st = (await (await fetch(platform.url("gateway") + "/status")).json()) as { models: Array<{ id: string; available: boolean }> }
+      if (st.models.find((m) => m.id === "tiny")?.available) break
+      await new Promise((r) => setTimeout(r, 50))
+    }
+    const ttft: number[] = []
+    let tokens = 0, genMs = 0
+    for (let i = 0; i < 20; i++) {
+      const t0 = performance.now()
+      const res = await fetch(gw, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${TOKEN}` },
+        body: JSON.stringify({ model: "tiny", stream: true, max_tokens: 200, seed: i, stream_options: { include_usage: true }, messages: [{ role: "user", content: "hello" }] })
+      })
+      let first = true, text = ""
+      for await (const b of res.body as unknown as AsyncIterable<Uint8Array>) {
+        text += Buffer.from(b).toString("utf8")
+        if (first && text.includes('"content":"') && !text.endsWith('"content":""')) {
+          // The role chunk carries an empty content; the first generated text comes after it.
+          if ((text.match(/"content":"/g) ?? []).length >= 2) { first = false; ttft.push(performance.now() - t0) }
+        }
+      }
+      genMs += performance.now() - t0
+      tokens += Number(/"completion_tokens":(\d+)/.exec(text)?.[1] ?? 0)
+    }
+    ttft.sort((x, y) => x - y)
+
     const effectOnly = await load(`http://127.0.0.1:${(effectServer.address() as AddressInfo).port}/v1/chat/completions`, "{}", Math.min(loadMs, 2000))
     await Effect.runPromise(Scope.close(scope, Exit.void))
     await hold
@@ -192,7 +230,9 @@ plugins:
       added_p99_ms: quantile(b, 0.99) - quantile(a, 0.99),
       refusals_per_s: Math.round(refusal.perSecond * ((refusal.statuses["503"] ?? 0) / Math.max(1, Object.values(refusal.statuses).reduce((x, y) => x + y, 0)))),
       plain_503_per_s: Math.round(plain.perSecond),
-      effect_server_503_per_s: Math.round(effectOnly.perSecond)
+      effect_server_503_per_s: Math.round(effectOnly.perSecond),
+      tiny_llama_ttft_p50_ms: quantile(ttft, 0.5),
+      tiny_llama_tokens_per_s: Math.round(tokens / (genMs / 1000))
     }
     console.log("gateway bench (loopback, same process)")
     console.log(`  upstream direct    p50 ${figures.direct_p50_ms.toFixed(3)} ms  p99 ${figures.direct_p99_ms.toFixed(3)} ms  (n=${requests})`)
@@ -202,11 +242,13 @@ plugins:
     console.log(`  process CPU during the flood: ${(((cpu.user + cpu.system) / 1000) / wall * 100).toFixed(0)}% of one core (server + load generator)`)
     console.log(`  bare node:http 503 ${figures.plain_503_per_s}/s  (this client's ceiling here)`)
     console.log(`  bare Effect server ${figures.effect_server_503_per_s}/s  (one constant route on @effect/platform-node: the kernel's HTTP stack)`)
+    console.log(`  tiny llama engine  first token p50 ${figures.tiny_llama_ttft_p50_ms.toFixed(2)} ms, ${figures.tiny_llama_tokens_per_s} tokens/s streamed (1 thread)`)
     return figures
   } finally {
     agent.destroy()
     await platform.stop()
     await upstream.close()
+    fs.rmSync(dir, { recursive: true, force: true })
     if (prevLevel === undefined) delete process.env.PLATFORM_LOG_LEVEL
   }
 }
