@@ -110,6 +110,19 @@ describe("lazarus (Wayback)", () => {
   })
 })
 
+describe("source rate limits", () => {
+  it("spaces CDX queries of concurrent jobs at the configured rate (one budget per worker process)", async () => {
+    // 600 a minute = one per 100 ms after a burst of 3: five jobs need at least 200 ms of spacing.
+    const limited = lazarusJob(makeArchiveClient(Schema.decodeUnknownSync(ArchiveConfig)({ ...archiveConfigFor(fx.url), wayback_cdx_per_minute: 600 })))
+    const t0 = Date.now()
+    const results = await Promise.all(Array.from({ length: 5 }, () => limited.handler(decode({ url: "http://example.com/about" }), ctx())))
+    expect(results.every((r) => r.snapshots_retrieved === 1)).toBe(true)
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(190)
+    // The default budget is the Wayback CDX server's: 60 a minute.
+    expect(Schema.decodeUnknownSync(ArchiveConfig)({}).wayback_cdx_per_minute).toBe(60)
+  })
+})
+
 describe("lazarus (Common Crawl)", () => {
   it("queries the crawl indexes and reads WARC records by byte range", async () => {
     const { result, c } = await run({ domain: "example.com", sources: ["commoncrawl"] })
