@@ -71,3 +71,20 @@ describe.skipIf(!existsSync("/usr/bin/chromium"))("browser jobs over the Jobs AP
     expect(after).toMatchObject({ status: "COMPLETED", result: { screenshots: [{ width: 200, height: 100 }] } })
   })
 })
+
+describe("job-browser without Chromium", () => {
+  it("is listed unavailable with the reason, and the platform keeps serving", async () => {
+    const p = await startPlatform({
+      cwd: ROOT,
+      yaml: platformYaml({ backend: "embedded", dataDir: tempDir(), extra: `  job-browser:\n    chromium_path: /nonexistent/chromium\n` })
+    })
+    try {
+      const st = p.kernel.plugins.find((x) => x.name === "job-browser")!
+      expect(st).toMatchObject({ status: "unavailable", reason: expect.stringMatching(/Chromium not found at \/nonexistent\/chromium/) })
+      const r = await jobsClient(p.url("jobs")).submit("screenshot", { urls: ["http://127.0.0.1/"] })
+      expect(r.status).toBeGreaterThanOrEqual(400) // no such job type here
+    } finally {
+      await p.stop()
+    }
+  })
+})
