@@ -15,6 +15,7 @@ import type { GraphOperation, JobType, McpTool } from "./Contribution.ts"
 import type { LoadedConfig } from "./Config.ts"
 import { ConfigError, ConfigErrors, issuesToErrors, loadConfig, parseConfig, PluginEntry } from "./Config.ts"
 import * as Logging from "./Logging.ts"
+import { mcpRoutes } from "./Mcp.ts"
 import type { Contributions, ListenerInfo, PluginDefinition } from "./Plugin.ts"
 import { isPluginDefinition } from "./Plugin.ts"
 import { DuplicateContribution, Registry } from "./Registry.ts"
@@ -268,6 +269,18 @@ export const boot = (loaded: LoadedConfig): Effect.Effect<Kernel, BootError | Co
         },
         ...(contrib.status ? { details: contrib.status() } : {})
       })
+    }
+    // Kernel routes: the MCP endpoint of every listener that has tools.
+    for (const l of config.listeners) {
+      const tools = mcpTools.values().filter((t) => t.value.listener === l.name).map((t) => t.value)
+      if (tools.length === 0) continue
+      for (const route of mcpRoutes(tools, { name: `platform/${l.name}`, version: VERSION })) {
+        const key = `${l.name} ${route.method} ${route.path}`
+        const owner = routeOwners.get(key)
+        if (owner) return yield* Effect.fail(new DuplicateContribution({ kind: `route on listener ${l.name}`, id: `${route.method} ${route.path}`, first: owner, second: "kernel (MCP endpoint)" }))
+        routeOwners.set(key, "kernel")
+        routes.get(l.name)!.push({ plugin: "kernel", route })
+      }
     }
     const plugins = Object.keys(config.plugins).map((n) => statuses.get(n)!).filter(Boolean)
     return { loaded, plugins, routes, jobTypes, graphOps, mcpTools, context, starts, listeners } satisfies Kernel

@@ -147,3 +147,33 @@ describe("contributions", () => {
     await expect(fetch(`${p.url("main")}/shared`)).rejects.toThrow()
   })
 })
+
+describe("MCP tools", () => {
+  it("serves contributed tools at /api/mcp (stateless Streamable HTTP); GET is 405", async () => {
+    const p = await boot(`  adder:\n    module: ${F}/adder\n`)
+    const rpc = async (method: string, params: unknown, id = 1) => {
+      const res = await fetch(`${p.url("main")}/api/mcp`, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+        body: JSON.stringify({ jsonrpc: "2.0", id, method, params })
+      })
+      expect(res.status).toBe(200)
+      expect(res.headers.get("mcp-session-id")).toBeNull()
+      return (await res.json() as any).result
+    }
+    try {
+      const init = await rpc("initialize", { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "test", version: "1" } })
+      expect(init.capabilities.tools).toBeDefined()
+      const list = await rpc("tools/list", {})
+      expect(list.tools).toEqual([expect.objectContaining({ name: "add", inputSchema: expect.objectContaining({ type: "object", required: ["a", "b"] }) })])
+      const call = await rpc("tools/call", { name: "add", arguments: { a: 2, b: 3 } })
+      expect(call).toMatchObject({ content: [{ type: "text", text: "5" }], structuredContent: { sum: 5 } })
+      const bad = await rpc("tools/call", { name: "add", arguments: { a: "x" } })
+      expect(bad.isError).toBe(true)
+      expect(bad.content[0].text).toMatch(/invalid arguments for add/)
+      expect((await fetch(`${p.url("main")}/api/mcp`)).status).toBe(405)
+    } finally {
+      await p.stop()
+    }
+  })
+})
