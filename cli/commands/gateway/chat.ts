@@ -1,5 +1,5 @@
 import { Flags } from "@oclif/core"
-import * as readline from "node:readline/promises"
+import * as readline from "node:readline"
 import { PlatformCommand } from "../../Base.ts"
 
 interface Message { role: "system" | "user" | "assistant"; content: string }
@@ -100,14 +100,18 @@ export default class GatewayChat extends PlatformCommand {
       }
     }
 
-    const rl = readline.createInterface({ input: process.stdin, output: process.stdout })
+    const rl = readline.createInterface({ input: process.stdin, output: process.stdout, prompt: "you> " })
+    // Lines are pulled through the async iterator, which buffers them: piped input (a script of
+    // turns) is not lost while a reply is still streaming.
+    const lines = rl[Symbol.asyncIterator]()
     let turns = 0
     this.log(`connected to ${flags.url}${flags.model ? ` (model ${flags.model})` : ""}; /reset starts over, /exit leaves`)
     try {
       for (;;) {
-        let line: string
-        try { line = await rl.question("you> ") } catch { break }
-        const text = line.trim()
+        rl.prompt()
+        const next = await lines.next()
+        if (next.done) break
+        const text = String(next.value).trim()
         if (text === "/exit" || text === "/quit") break
         if (text === "/reset") { history.splice(flags.system ? 1 : 0); this.log("(history cleared)"); continue }
         if (!text) continue

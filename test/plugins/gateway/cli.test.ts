@@ -2,7 +2,7 @@
  * `platform gateway pull` (against a loopback file server: no network needed) and
  * `platform gateway chat` (one-shot `--message` against a gateway booted in the kernel).
  */
-import { execFile } from "node:child_process"
+import { execFile, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -83,6 +83,23 @@ describe("platform gateway chat", () => {
     const r = await run(["gateway", "chat", "--url", platform.url("gateway"), "--message", "hi there", "--json"], { GATEWAY_TOKEN: "cli-token" })
     expect(r.code, r.stderr).toBe(0)
     expect(JSON.parse(r.stdout)).toMatchObject({ content: "echo: hi there", finish_reason: "stop" })
+  })
+
+  it("keeps the conversation across interactive turns; /reset starts over", async () => {
+    const child = spawn(process.execPath, [path.join(ROOT, "bin/platform.js"), "gateway", "chat", "--url", platform.url("gateway"), "--system", "be nice"], {
+      cwd: ROOT,
+      env: { ...process.env, GATEWAY_TOKEN: "cli-token" }
+    })
+    let out = ""
+    child.stdout.on("data", (d: Buffer) => { out += d.toString("utf8") })
+    const before = upstream.bodies.length
+    child.stdin.end("hello there\nmore words\n/reset\nsecond turn\n")
+    const code = await new Promise((r) => child.on("exit", r))
+    expect(code).toBe(0)
+    expect(out).toContain("assistant> echo: hello there")
+    expect(out).toContain("assistant> echo: second turn")
+    // system + user; then + assistant + user; after /reset system + user again.
+    expect(upstream.bodies.slice(before).map((b) => JSON.parse(b).messages.length)).toEqual([2, 4, 2])
   })
 
   it("streams turns and surfaces gateway errors", async () => {
