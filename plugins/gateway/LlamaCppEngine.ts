@@ -197,9 +197,8 @@ export class LlamaCppEngine implements Engine {
 
     const before = sequence.contextTokens
     const outBefore = sequence.tokenMeter.usedOutputTokens
-    let generated = 0
     let first = true
-    const channel = stream ? new ByteChannel(() => { /* the abort signal is wired by the gateway */ }) : undefined
+    const channel = stream ? new ByteChannel(() => { /* early stop: the gateway aborts `signal` */ }) : undefined
 
     const usageOf = (): Usage => {
       const completionTokens = sequence.tokenMeter.usedOutputTokens - outBefore
@@ -243,7 +242,6 @@ export class LlamaCppEngine implements Engine {
         ...(grammar ? { grammar } : {}),
         onToken: (tokens) => {
           if (first) { first = false; hooks.firstToken() }
-          generated += tokens.length
           hooks.tokens(tokens.length)
         },
         ...(channel
