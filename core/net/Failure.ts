@@ -8,6 +8,9 @@
  * - our per-request or per-job deadline: `TIMEOUT`;
  * - 4xx other than 408/429: `REMOTE_ERROR`, not retryable (the same request gets the same answer);
  * - the job's signal aborted by cancel: `CANCELLED`.
+ *
+ * Transient kinds leave `retryable` unset so the job's own `retry_policy` decides; permanent
+ * ones set `retryable: false`, which no `retry_on` can override.
  */
 import { JobFailure } from "../Contribution.ts"
 
@@ -27,8 +30,8 @@ export class DeadlineExceeded extends Error {
 export const abortFailure = (signal: AbortSignal): JobFailure => {
   const reason: unknown = signal.reason
   if (reason instanceof JobFailure) return reason
-  if (reason instanceof DeadlineExceeded) return new JobFailure("TIMEOUT", reason.message, true)
-  if (reason instanceof Error && reason.name === "TimeoutError") return new JobFailure("TIMEOUT", "timed out", true)
+  if (reason instanceof DeadlineExceeded) return new JobFailure("TIMEOUT", reason.message)
+  if (reason instanceof Error && reason.name === "TimeoutError") return new JobFailure("TIMEOUT", "timed out")
   const text = reason instanceof Error ? reason.message : typeof reason === "string" ? reason : "cancelled"
   return new JobFailure("CANCELLED", `cancelled: ${text}`, false)
 }
@@ -39,8 +42,8 @@ export const abortFailure = (signal: AbortSignal): JobFailure => {
  */
 export const statusFailure = (status: number, what: string, detail?: string): JobFailure => {
   const message = `${what} failed: HTTP ${status}${detail ? ` (${detail})` : ""}`
-  if (status === 408) return new JobFailure("TIMEOUT", message, true)
-  if (status === 429 || status >= 500) return new JobFailure("NETWORK_ERROR", message, true)
+  if (status === 408) return new JobFailure("TIMEOUT", message)
+  if (status === 429 || status >= 500) return new JobFailure("NETWORK_ERROR", message)
   return new JobFailure("REMOTE_ERROR", message, false)
 }
 
@@ -53,11 +56,11 @@ export const transportFailure = (err: unknown, signal: AbortSignal | undefined, 
   if (err instanceof JobFailure) return err
   if (signal?.aborted) {
     const f = abortFailure(signal)
-    return f.kind === "TIMEOUT" ? new JobFailure("TIMEOUT", `${what}: ${f.message}`, true) : f
+    return f.kind === "TIMEOUT" ? new JobFailure("TIMEOUT", `${what}: ${f.message}`) : f
   }
   const cause = (err as { cause?: { code?: string; message?: string } })?.cause
   const detail = cause?.code ?? cause?.message ?? (err instanceof Error ? err.message : String(err))
-  return new JobFailure("NETWORK_ERROR", `${what} failed: ${detail}`, true)
+  return new JobFailure("NETWORK_ERROR", `${what} failed: ${detail}`)
 }
 
 /** `JobFailure` for a payload the handler refuses after Schema decoding (never retried). */

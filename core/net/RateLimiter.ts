@@ -14,6 +14,7 @@ export interface RateLimiterOptions {
   readonly burst?: number
 }
 
+/** A FIFO token bucket: `acquire()` before each request of one source. */
 export class RateLimiter {
   private tokens: number
   private last: number

@@ -102,7 +102,7 @@ export const browserJob = (pool: BrowserPool, geo: GeoResolver, s: BrowserJobSet
       )
     } catch (e) {
       if (ctx.signal.aborted) throw abortFailure(ctx.signal)
-      if (timer.signal.aborted) throw new JobFailure("TIMEOUT", `browser script exceeded its timeout of ${p.timeout} ms during ${step}`, true)
+      if (timer.signal.aborted) throw new JobFailure("TIMEOUT", `browser script exceeded its timeout of ${p.timeout} ms during ${step}`)
       const f = playwrightFailure(e, step)
       // Name the step even when the cause came from a layer that did not know it.
       throw f.message.startsWith(step) ? f : new JobFailure(f.kind, `${step} failed: ${f.message}`, f.retryable)

@@ -25,7 +25,6 @@ import { readdirSync, readFileSync } from "node:fs"
 import { chromium, type Browser, type BrowserContext, type BrowserContextOptions } from "playwright-core"
 import { JobFailure } from "../../core/Contribution.ts"
 import { abortFailure } from "../../core/net/Failure.ts"
-import { sleep } from "../../core/net/RateLimiter.ts"
 
 /** The environment variable marking this pool's Chromium processes. */
 export const TAG_ENV = "PLATFORM_JOB_BROWSER"
@@ -98,6 +97,20 @@ export const raceAbort = <T>(p: Promise<T>, signal: AbortSignal): Promise<T> => 
   })
 }
 
+/**
+ * Resolves `true` once `p` settles (either way), `false` after `ms` milliseconds if it has not;
+ * the timer is cleared either way, so a quick close leaves nothing pending.
+ */
+export const settlesWithin = (p: Promise<unknown>, ms: number): Promise<boolean> =>
+  new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms)
+    p.then(() => true, () => true).then(() => {
+      clearTimeout(timer)
+      resolve(true)
+    })
+  })
+
+/** The browser of one worker process: `withContext` per job, `close` at shutdown. */
 export class BrowserPool {
   readonly tag: string
   private browser: Promise<Browser> | undefined
@@ -161,6 +174,8 @@ export class BrowserPool {
           this.current = undefined
           this.browser = undefined
         }
+        // A crashed browser may leave helpers behind; they carry this launch's tag only.
+        killTagged(tag)
       })
       return b
     } catch (e) {
@@ -190,10 +205,7 @@ export class BrowserPool {
     this.openContexts++
     let closing: Promise<boolean> | undefined
     const close = () =>
-      (closing ??= Promise.race([
-        context.close().then(() => true, () => true),
-        sleep(this.closeTimeoutMs).then(() => false)
-      ]).then((ok) => {
+      (closing ??= settlesWithin(context.close(), this.closeTimeoutMs).then((ok) => {
         this.openContexts--
         // A context that will not close means a wedged browser: replace it.
         if (!ok) void this.retire(browser)
@@ -233,7 +245,7 @@ export class BrowserPool {
       this.current = undefined
       this.browser = undefined
     }
-    await Promise.race([browser.close().catch(() => undefined), sleep(this.closeTimeoutMs)])
+    await settlesWithin(browser.close(), this.closeTimeoutMs)
     const tag = this.tags.get(browser)
     if (tag) killTagged(tag)
   }

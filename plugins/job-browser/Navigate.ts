@@ -21,15 +21,21 @@ export interface NavigateOptions {
 }
 
 /**
- * Maps a Playwright error to a `JobFailure` for `what` (`"page http://…"`). `JobFailure`s pass
+ * Maps a Playwright error to a `JobFailure` for `what` (`"page http://…"`): timeouts are
+ * `TIMEOUT`, `net::ERR_*` `NETWORK_ERROR`, a closed or crashed browser `INTERNAL_ERROR`
+ * (retryable), anything else (a selector that fits nothing) `REMOTE_ERROR`. `JobFailure`s pass
  * through.
  */
 export const playwrightFailure = (e: unknown, what: string): JobFailure => {
   if (e instanceof JobFailure) return e
   const err = e as Error
   const first = (err?.message ?? String(e)).split("\n")[0]!
-  if (err?.name === "TimeoutError") return new JobFailure("TIMEOUT", `${what}: ${first}`, true)
-  if (/net::ERR_/.test(first)) return new JobFailure("NETWORK_ERROR", `${what}: ${first}`, true)
+  if (err?.name === "TimeoutError") return new JobFailure("TIMEOUT", `${what}: ${first}`)
+  if (/net::ERR_/.test(first)) return new JobFailure("NETWORK_ERROR", `${what}: ${first}`)
+  // Chromium died under the job: the pool relaunches it, so another attempt can succeed.
+  if (/(page|context|browser) has been closed|browser has disconnected|Target crashed/i.test(first)) {
+    return new JobFailure("INTERNAL_ERROR", `${what}: the browser went away (${first})`, true)
+  }
   return new JobFailure("REMOTE_ERROR", `${what}: ${first}`, false)
 }
 

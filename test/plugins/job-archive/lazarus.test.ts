@@ -87,7 +87,7 @@ describe("lazarus (Wayback)", () => {
     expect(result.snapshots_retrieved).toBe(1)
     expect(fx.log.filter((l) => l.includes("ratelimited.example") && l.includes("/cdx")).length).toBe(2)
     const down = await failure(run({ domain: "broken.example" }))
-    expect([down.kind, down.retryable]).toEqual(["NETWORK_ERROR", true])
+    expect([down.kind, down.retryable]).toEqual(["NETWORK_ERROR", undefined])
     const slow = await failure(run({ domain: "slow.example" }))
     expect(slow.kind).toBe("TIMEOUT")
   })

@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { JobFailure } from "../../../core/Contribution.ts"
 import { directOnly } from "../../../core/net/GeoRouting.ts"
 import { browserJob, type BrowserPayload } from "../../../plugins/job-browser/Browser.ts"
-import type { BrowserPool } from "../../../plugins/job-browser/BrowserPool.ts"
+import { type BrowserPool, killTagged } from "../../../plugins/job-browser/BrowserPool.ts"
 import { imageDimensions } from "../../../plugins/job-browser/Image.ts"
 import { BrowserConfig, browserSettings, makeBrowserPool } from "../../../plugins/job-browser/plugin.ts"
 import { screenshotJob, screenshotOp, type ScreenshotPayload } from "../../../plugins/job-browser/Screenshot.ts"
@@ -177,5 +177,14 @@ describe.skipIf(!HAVE_CHROMIUM)("browser", () => {
   it("tags every Chromium process, so orphans would be found", async () => {
     expect(pool.warm).toBe(true)
     expect(taggedPids(pool.tag).length).toBeGreaterThan(1) // browser plus its helpers
+  })
+
+  it("relaunches after Chromium dies under it", async () => {
+    const before = pool.launches
+    killTagged(`${pool.tag}.${before}`)
+    const r = await shot.handler(shotPayload({ urls: [`${fx.url}/small`], full_page: false, viewport_width: 200, viewport_height: 100 }), ctx())
+      .catch(async () => shot.handler(shotPayload({ urls: [`${fx.url}/small`], full_page: false, viewport_width: 200, viewport_height: 100 }), ctx()))
+    expect(r.screenshots[0]).toMatchObject({ width: 200, height: 100 })
+    expect(pool.launches).toBe(before + 1)
   })
 })
