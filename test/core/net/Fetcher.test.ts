@@ -107,6 +107,15 @@ describe("Fetcher", () => {
     expect(f.kind).toBe("CANCELLED")
   })
 
+  it("lets a job signal abort after its requests finished without side effects", async () => {
+    // undici keeps listening on a request's signal after the response; an abort then used to
+    // surface as an unhandled rejection (vitest fails the run on one).
+    const ac = new AbortController()
+    await fetcher.request({ url: `${fx.url}/ok`, signal: ac.signal, method: "POST", body: "{}" })
+    ac.abort(new JobFailure("CANCELLED", "job cancelled"))
+    await new Promise((r) => setTimeout(r, 50))
+  })
+
   it("reports a refused connection as NETWORK_ERROR and an oversized body as REMOTE_ERROR", async () => {
     expect((await failure(fetcher.request({ url: "http://127.0.0.1:1/" }))).kind).toBe("NETWORK_ERROR")
     expect((await failure(fetcher.request({ url: `${fx.url}/big`, maxBytes: 1000 }))).kind).toBe("REMOTE_ERROR")
