@@ -162,7 +162,8 @@ export class ArchiveClient {
       what: `Wayback snapshot ${c.timestamp} of ${c.original}`,
       maxBytes: this.endpoints.maxSnapshotBytes
     })
-    return { body: res.body, contentType: res.headers.get("content-type") ?? (c.mime || "application/octet-stream"), archiveUrl: url, httpStatus: res.status }
+    // `res.url`: Wayback redirects to the nearest capture when the exact timestamp is missing.
+    return { body: res.body, contentType: res.headers.get("content-type") ?? (c.mime || "application/octet-stream"), archiveUrl: res.url, httpStatus: res.status }
   }
 
   /**
