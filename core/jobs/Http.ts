@@ -9,7 +9,7 @@
  */
 import { timingSafeEqual } from "node:crypto"
 import { HttpServerResponse } from "@effect/platform"
-import { Effect, Schema, Stream } from "effect"
+import { Effect, Stream } from "effect"
 import { HttpError } from "../HttpError.ts"
 import * as Route from "../Route.ts"
 import { decodeCursor, encodeCursor, JobPage, ListJobsQuery, StoredFileBody } from "./Api.ts"

@@ -10,7 +10,7 @@ import * as path from "node:path"
 import { Either, Schema } from "effect"
 import { JobFailure } from "../Contribution.ts"
 import type { FileStore } from "./FileStore.ts"
-import { isTerminal, type Job, type JobStatus, newJobId, nowIso, RetryPolicy, RetryPolicyInput, secondsBetween } from "./Job.ts"
+import { isTerminal, type Job, type JobStatus, newJobId, nowIso, type RetryPolicy, RetryPolicyInput, secondsBetween } from "./Job.ts"
 import { FileJobStore, type JobStore, type ListPage, type ListQuery, scheduledMs } from "./JobStore.ts"
 import { EmbeddedQueue, type JobQueue, RedisQueue } from "./Queue.ts"
 import { RedisJobStore } from "./RedisJobStore.ts"
@@ -308,4 +308,3 @@ export class JobsRuntime {
 /** Status values accepted by the list filter. */
 export const STATUSES: ReadonlyArray<JobStatus> = ["PENDING", "QUEUED", "PROCESSING", "COMPLETED", "FAILED", "CANCELLED"]
 
-export { RetryPolicy }

@@ -46,7 +46,7 @@ export class VectorStore {
   private offset = 0
   private partial = ""
 
-  private constructor(readonly name: string, private readonly dir: string, readonly meta: StoreMeta) {
+  private constructor(readonly name: string, dir: string, readonly meta: StoreMeta) {
     this.file = path.join(dir, "chunks.jsonl")
   }
 
