@@ -18,12 +18,37 @@
  *   one (the first non-rail one) when they turn on, since on they share one group.
  *
  * The whole machine state is the four arrays `value`, `pullup`, `pulldown`, `transOn` (see
- * Encoding.ts for their wire form); everything else here is a cache derived from them.
+ * Encoding.ts for their wire form); everything else here is a cache derived from them,
+ * including a memo of whole half-cycle settles keyed by a 96-bit fingerprint of that state
+ * (see Chip.halfStep), which only changes how fast a repeated state is settled.
  */
 import type { Netlist } from "./Netlist.ts"
 
 /** Settling gives up after this many passes, as visual6502/perfect6502 do (an oscillating loop). */
 export const MAX_SETTLE_PASSES = 100
+
+/** Bounds of the half-cycle memo: recorded settles, and fingerprints remembered as seen once. */
+export const MEMO_ENTRIES_MAX = 4096
+export const MEMO_SEEN_MAX = 1 << 16
+/**
+ * The memo judges itself over windows of this many settles: below half of them replayed it
+ * switches off (fingerprints included) for a back-off that doubles, from 4096 settles up to 2^16,
+ * each time a trial window fails, so a run that never repeats pays almost nothing.
+ */
+const MEMO_WINDOW = 1024
+const MEMO_BACKOFF_MIN = 4096
+const MEMO_BACKOFF_MAX = 1 << 16
+
+/** A recorded settle: fingerprint check words, net node and transistor flips, end fingerprint. */
+interface MemoEntry {
+  readonly k2: number
+  readonly k3: number
+  readonly nodes: Int32Array
+  readonly trans: Int32Array
+  readonly h1: number
+  readonly h2: number
+  readonly h3: number
+}
 
 /** Node ids the engine drives or reads, resolved from `nodenames.js`. */
 export interface PinIds {
@@ -77,6 +102,16 @@ export interface ChipTables {
   readonly depOnStart: Int32Array
   readonly depOn: Int32Array
   readonly pins: PinIds
+  /**
+   * Zobrist keys, three 32-bit words per state bit (node level, pull-up, pull-down, transistor
+   * conduction) and per data-bus byte: the XOR of the keys of the set bits fingerprints a whole
+   * machine state in 96 bits, kept up to date bit flip by bit flip.
+   */
+  readonly zValue: Int32Array
+  readonly zPullup: Int32Array
+  readonly zPulldown: Int32Array
+  readonly zTrans: Int32Array
+  readonly zData: Int32Array
 }
 
 const csr = (n: number, lists: ReadonlyArray<ReadonlyArray<number>>): [Int32Array, Int32Array] => {
@@ -173,6 +208,15 @@ export const makeTables = (netlist: Netlist): ChipTables => {
   const [gateStart, gateT] = csr(nn, gates)
   const [depOffStart, depOffF] = csr(nn, depOff)
   const [depOnStart, depOnF] = csr(nn, depOn)
+  // Fixed seed: fingerprints (and so memo hits) do not depend on the process.
+  let seed = 0x2545f491
+  const rnd = () => {
+    seed ^= seed << 13
+    seed ^= seed >>> 17
+    seed ^= seed << 5
+    return seed | 0
+  }
+  const keys = (n: number) => Int32Array.from({ length: n * 3 }, rnd)
   const ids = (prefix: string, k: number) => Int32Array.from({ length: k }, (_, i) => nodeId(netlist, `${prefix}${i}`))
   return {
     netlist,
@@ -197,6 +241,11 @@ export const makeTables = (netlist: Netlist): ChipTables => {
     depOff: depOffF,
     depOnStart,
     depOn: depOnF,
+    zValue: keys(nn),
+    zPullup: keys(nn),
+    zPulldown: keys(nn),
+    zTrans: keys(nt),
+    zData: keys(256),
     pins: {
       clk0: nodeId(netlist, "clk0"),
       res: nodeId(netlist, "res"),
@@ -256,6 +305,31 @@ export class Chip {
   /** Walk stack: nnStart offset of each node on the path and its not yet followed channels. */
   private stackNode: Int32Array
 
+  /** 96-bit fingerprint of (value, pullup, pulldown, transOn); see ChipTables.zValue. */
+  private h1 = 0
+  private h2 = 0
+  private h3 = 0
+  /** Half-cycle memo (see halfStep); a pure cache keyed by whole-state fingerprints. */
+  private readonly memo = new Map<number, MemoEntry>()
+  private readonly seen = new Set<number>()
+  private recording = false
+  private recStamp: Int32Array
+  private recGen = 0
+  private recNodes: Array<number> = []
+  private recNodeWas: Array<number> = []
+  private recTrans: Array<number> = []
+  private recTransWas: Array<number> = []
+  private recTransStamp: Int32Array
+  /** Memo hits and misses since construction (bench, tests). */
+  memoHits = 0
+  memoMisses = 0
+  /** Whether fingerprints are kept and the memo consulted; speed only, never results. */
+  private memoActive = true
+  private memoWindow = 0
+  private memoWindowHits = 0
+  private memoCooldown = 0
+  private memoBackoff = MEMO_BACKOFF_MIN
+
   constructor(readonly tables: ChipTables) {
     const nn = tables.nodeCount
     this.value = new Uint8Array(nn)
@@ -272,6 +346,8 @@ export class Chip {
     this.groupStamp = new Int32Array(nn)
     this.group = new Int32Array(nn)
     this.stackNode = new Int32Array(nn + 1)
+    this.recStamp = new Int32Array(nn)
+    this.recTransStamp = new Int32Array(tables.transistorCount)
   }
 
   /** Replaces the electrical state with copies of `s` (lengths must match the netlist). */
@@ -293,9 +369,51 @@ export class Chip {
     }
   }
 
-  /** Rebuilds the caches from the state; clears the generation stamps. */
+  /** Empties the half-cycle memo and switches it on (tests, benchmarks); results are unaffected. */
+  memoReset(): void {
+    this.memo.clear()
+    this.seen.clear()
+    this.memoActive = true
+    this.memoBackoff = MEMO_BACKOFF_MIN
+    this.memoWindow = 0
+    this.memoWindowHits = 0
+    this.fingerprint()
+  }
+
+  /** Rebuilds the caches and the fingerprint from the state; clears the generation stamps. */
   private resetScratch(): void {
+    this.fingerprint()
+    this.resetCaches()
+  }
+
+  /** Recomputes the 96-bit fingerprint of the state from scratch. */
+  private fingerprint(): void {
     const t = this.tables
+    let h1 = 0
+    let h2 = 0
+    let h3 = 0
+    const fold = (z: Int32Array, bits: Uint8Array) => {
+      for (let i = 0; i < bits.length; i++) {
+        if (!bits[i]) continue
+        h1 ^= z[i * 3]!
+        h2 ^= z[i * 3 + 1]!
+        h3 ^= z[i * 3 + 2]!
+      }
+    }
+    fold(t.zValue, this.value)
+    fold(t.zPullup, this.pullup)
+    fold(t.zPulldown, this.pulldown)
+    fold(t.zTrans, this.transOn)
+    this.h1 = h1
+    this.h2 = h2
+    this.h3 = h3
+  }
+
+  private resetCaches(): void {
+    const t = this.tables
+    this.recStamp.fill(0)
+    this.recTransStamp.fill(0)
+    this.recGen = 0
     this.listStamp.fill(0)
     this.listGen = 0
     this.groupStamp.fill(0)
@@ -331,10 +449,33 @@ export class Chip {
 
   /** Drives a pin: pull-up to `level`, pull-down to its opposite, then settles from it. */
   setPin(node: number, level: number): void {
-    this.pullup[node] = level ? 1 : 0
-    this.pulldown[node] = level ? 0 : 1
+    this.drive(node, level)
     this.listA[0] = node
     this.settle(1)
+  }
+
+  /** Sets a node's pulls for `level`, keeping the fingerprint while the memo is on. */
+  private drive(node: number, level: number): void {
+    const t = this.tables
+    const up = level ? 1 : 0
+    const down = up ^ 1
+    const k = node * 3
+    if (this.pullup[node] !== up) {
+      this.pullup[node] = up
+      if (this.memoActive) {
+        this.h1 ^= t.zPullup[k]!
+        this.h2 ^= t.zPullup[k + 1]!
+        this.h3 ^= t.zPullup[k + 2]!
+      }
+    }
+    if (this.pulldown[node] !== down) {
+      this.pulldown[node] = down
+      if (this.memoActive) {
+        this.h1 ^= t.zPulldown[k]!
+        this.h2 ^= t.zPulldown[k + 1]!
+        this.h3 ^= t.zPulldown[k + 2]!
+      }
+    }
   }
 
   /** Settles starting from every node, in node order (the end of power-on). */
@@ -360,26 +501,142 @@ export class Chip {
    * One half-cycle with bus service, per shared/chip-sim/README.md: invert `clk0` and settle;
    * on a rising edge, a read (`rw` high) drives `db0..db7` from `memory[addr]` and settles, a
    * write stores the data bus into `memory[addr]`.
+   *
+   * Both settles are memoised: a settle is a function of the whole state (and of the byte
+   * driven), so when a state fingerprint recurs (a program idling in a loop) the recorded net
+   * flips of nodes and transistors are replayed instead of re-simulated. A state is recorded the
+   * second time it is seen, so runs that never repeat pay only a set lookup per settle.
    */
   halfStep(memory: Uint8Array): void {
     const p = this.tables.pins
-    const wasHigh = this.value[p.clk0]
-    this.setPin(p.clk0, wasHigh ? 0 : 1)
+    const wasHigh = this.value[p.clk0]!
+    this.memoSettle(p.clk0, wasHigh ? 0 : 1, -1)
     if (wasHigh) return
     const addr = this.readBits(p.ab)
-    if (this.value[p.rw]) {
-      const d = memory[addr]!
-      for (let i = 0; i < 8; i++) {
-        const n = p.db[i]!
-        const bit = (d >> i) & 1
-        this.pullup[n] = bit
-        this.pulldown[n] = bit ^ 1
-        this.listA[i] = n
+    if (this.value[p.rw]) this.memoSettle(-1, 0, memory[addr]!)
+    else memory[addr] = this.readBits(p.db)
+  }
+
+  /** Drives `pin` to `level` (pin >= 0), or the data bus with `byte`, and settles, via the memo. */
+  private memoSettle(pin: number, level: number, byte: number): void {
+    if (!this.memoActive) {
+      if (--this.memoCooldown <= 0) {
+        this.memoActive = true
+        this.fingerprint()
+        this.memoWindow = 0
+        this.memoWindowHits = 0
       }
-      this.settle(8)
-    } else {
-      memory[addr] = this.readBits(p.db)
+      if (pin >= 0) this.setPin(pin, level)
+      else this.driveData(byte)
+      return
     }
+    if (++this.memoWindow >= MEMO_WINDOW) {
+      if (this.memoWindowHits * 2 < this.memoWindow) {
+        this.memoActive = false
+        this.memoCooldown = this.memoBackoff
+        this.memoBackoff = Math.min(this.memoBackoff * 2, MEMO_BACKOFF_MAX)
+      } else this.memoBackoff = MEMO_BACKOFF_MIN
+      this.memoWindow = 0
+      this.memoWindowHits = 0
+    }
+    const t = this.tables
+    let k1 = this.h1
+    let k2 = this.h2
+    let k3 = this.h3
+    if (byte >= 0) {
+      k1 ^= t.zData[byte * 3]!
+      k2 ^= t.zData[byte * 3 + 1]!
+      k3 ^= t.zData[byte * 3 + 2]!
+    }
+    // 53-bit map key; the entry checks the remaining bits.
+    const key = (k1 >>> 0) * 0x200000 + (k2 >>> 11)
+    const hit = this.memo.get(key)
+    if (hit !== undefined && hit.k2 === k2 && hit.k3 === k3) {
+      this.memoHits++
+      this.memoWindowHits++
+      this.replay(pin, level, byte, hit)
+      return
+    }
+    this.memoMisses++
+    const record = this.seen.has(key)
+    if (!record) {
+      if (this.seen.size >= MEMO_SEEN_MAX) this.seen.clear()
+      this.seen.add(key)
+    } else this.startRecording()
+    if (pin >= 0) this.setPin(pin, level)
+    else this.driveData(byte)
+    if (record) {
+      if (this.memo.size >= MEMO_ENTRIES_MAX) this.memo.clear()
+      this.memo.set(key, this.stopRecording(k2, k3))
+    }
+  }
+
+  private driveData(byte: number): void {
+    const db = this.tables.pins.db
+    for (let i = 0; i < 8; i++) {
+      this.drive(db[i]!, (byte >> i) & 1)
+      this.listA[i] = db[i]!
+    }
+    this.settle(8)
+  }
+
+  private startRecording(): void {
+    this.recording = true
+    if (++this.recGen > 0x3fffffff) {
+      this.recStamp.fill(0)
+      this.recTransStamp.fill(0)
+      this.recGen = 1
+    }
+    this.recNodes.length = 0
+    this.recNodeWas.length = 0
+    this.recTrans.length = 0
+    this.recTransWas.length = 0
+  }
+
+  private stopRecording(k2: number, k3: number): MemoEntry {
+    this.recording = false
+    const nodes: Array<number> = []
+    this.recNodes.forEach((n, i) => {
+      if (this.value[n] !== this.recNodeWas[i]) nodes.push(n)
+    })
+    const trans: Array<number> = []
+    this.recTrans.forEach((tr, i) => {
+      if (this.transOn[tr] !== this.recTransWas[i]) trans.push(tr)
+    })
+    return { k2, k3, nodes: Int32Array.from(nodes), trans: Int32Array.from(trans), h1: this.h1, h2: this.h2, h3: this.h3 }
+  }
+
+  /** Applies a recorded settle: the drive, then the net flips; same end state as simulating. */
+  private replay(pin: number, level: number, byte: number, e: MemoEntry): void {
+    if (pin >= 0) this.drive(pin, level)
+    else {
+      const db = this.tables.pins.db
+      for (let i = 0; i < 8; i++) this.drive(db[i]!, (byte >> i) & 1)
+    }
+    const value = this.value
+    for (let i = 0; i < e.nodes.length; i++) value[e.nodes[i]!]! ^= 1
+    const t = this.tables
+    const transOn = this.transOn
+    const tKind = t.tKind
+    const tNode1 = t.tNode1
+    for (let i = 0; i < e.trans.length; i++) {
+      const tr = e.trans[i]!
+      const nv = transOn[tr]! ^ 1
+      transOn[tr] = nv
+      const kind = tKind[tr]!
+      if (kind === 1) this.gndOn[tNode1[tr]!]! += nv ? 1 : -1
+      else if (kind === 2) this.vccOn[tNode1[tr]!]! += nv ? 1 : -1
+      else if (kind === 3) {
+        const onMask = this.onMask
+        const a = tNode1[tr]!
+        const b = t.tNode2[tr]!
+        onMask[a]! ^= t.tBit1[tr]!
+        onMask[b]! ^= t.tBit2[tr]!
+      }
+    }
+    this.h1 = e.h1
+    this.h2 = e.h2
+    this.h3 = e.h3
   }
 
   /** Settles from the first `count` nodes of listA (the event scheme of the module comment). */
@@ -493,11 +750,32 @@ export class Chip {
     const gateStart = t.gateStart
     const tKind = t.tKind
     const tNode1 = t.tNode1
+    const zTrans = t.zTrans
+    const recording = this.recording
+    const hashing = this.memoActive
+    if (recording && this.recStamp[n] !== this.recGen) {
+      this.recStamp[n] = this.recGen
+      this.recNodes.push(n)
+      this.recNodeWas.push(nv ^ 1)
+    }
     this.value[n] = nv
+    let x1 = 0
+    let x2 = 0
+    let x3 = 0
     for (let k = gateStart[n]!, end = gateStart[n + 1]!; k < end; k++) {
       const tr = gateT[k]!
       if (transOn[tr] === nv) continue
+      if (recording && this.recTransStamp[tr] !== this.recGen) {
+        this.recTransStamp[tr] = this.recGen
+        this.recTrans.push(tr)
+        this.recTransWas.push(nv ^ 1)
+      }
       transOn[tr] = nv
+      if (hashing) {
+        x1 ^= zTrans[tr * 3]!
+        x2 ^= zTrans[tr * 3 + 1]!
+        x3 ^= zTrans[tr * 3 + 2]!
+      }
       const kind = tKind[tr]!
       if (kind === 0) continue
       if (kind === 1) this.gndOn[tNode1[tr]!]! += nv ? 1 : -1
@@ -514,6 +792,12 @@ export class Chip {
           onMask[b]! &= ~t.tBit2[tr]!
         }
       }
+    }
+    if (hashing) {
+      const z = t.zValue
+      this.h1 ^= x1 ^ z[n * 3]!
+      this.h2 ^= x2 ^ z[n * 3 + 1]!
+      this.h3 ^= x3 ^ z[n * 3 + 2]!
     }
     let ds = t.depOffStart
     let dl = t.depOff
