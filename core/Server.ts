@@ -5,7 +5,7 @@
  * Shutdown (scope close): the listener stops accepting, idle keep-alive sockets are closed,
  * in-flight requests get `graceMs` to finish, then every socket is closed.
  */
-import { HttpApiSchema, HttpRouter, HttpServer, HttpServerRequest, HttpServerRespondable, HttpServerResponse } from "@effect/platform"
+import { HttpApiSchema, HttpMiddleware, HttpRouter, HttpServer, HttpServerRequest, HttpServerRespondable, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Cause, Effect, Either, ParseResult, Schema } from "effect"
 import * as http from "node:http"
@@ -153,6 +153,8 @@ export const serveListener = (
       })
     )
     yield* HttpServer.serveEffect(app as any, requestLog as any).pipe(
+      // No span exporter is configured: a span per request would be pure overhead.
+      HttpMiddleware.withTracerDisabledWhenEffect(() => true),
       Effect.provideService(HttpServer.HttpServer, httpServer),
       Effect.provide(NodeHttpServer.layerContext)
     )
