@@ -2,7 +2,9 @@
  * JSON-level simulation API over the switch-level engine (spec: chip-simulation.md, POST
  * /v1/boot, POST /v1/step, Meta). Framework-free and synchronous: every call decodes the
  * machine it is given, runs, and encodes the machine it returns; nothing of one request
- * survives into the next except the static netlist tables.
+ * survives into the next except the static netlist tables and the chip's half-cycle memo, a
+ * cache keyed by whole-state fingerprints that changes speed, never results. Settling is the
+ * visual6502/perfect6502 event scheme (see Chip.ts), node for node.
  *
  * Conventions (shared/chip-sim/README.md, which the golden traces follow):
  * - power-on: all nodes low and floating but `vcc`, transistors off, `segdefs.js` pull-ups;
