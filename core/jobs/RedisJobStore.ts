@@ -56,6 +56,8 @@ export class RedisJobStore implements JobStore {
   private sub: Redis | undefined
   private readonly changeListeners = new Set<(job: Job) => void>()
   private readonly cancelListeners = new Set<(id: string) => void>()
+  /** The JSON each record object was read from or written as: saves re-serialising it as a CAS "expected". */
+  private readonly raw = new WeakMap<Job, string>()
   private readonly k: { index: string; queued: string; ended: string; events: string; cancel: string }
 
   /** Connects to `url` (ioredis URL syntax) under key prefix `prefix`. */
@@ -105,6 +107,8 @@ export class RedisJobStore implements JobStore {
     const id = next.job_id
     const q = scheduledMs(next)
     const e = endedMs(next)
+    const nextRaw = JSON.stringify(next)
+    this.raw.set(next, nextRaw)
     return this.redis.jobCas(
       this.key(id),
       this.k.queued,
@@ -113,8 +117,8 @@ export class RedisJobStore implements JobStore {
       this.statusKey(prev?.status ?? next.status),
       this.statusKey(next.status),
       this.typeKey(next.job_type),
-      prev ? sha1(JSON.stringify(prev)) : "",
-      JSON.stringify(next),
+      prev ? sha1(this.raw.get(prev) ?? JSON.stringify(prev)) : "",
+      nextRaw,
       id,
       q === undefined ? "" : String(q),
       e === undefined ? "" : String(e),
@@ -132,7 +136,13 @@ export class RedisJobStore implements JobStore {
 
   get = async (id: string): Promise<Job | undefined> => {
     const raw = await this.redis.get(this.key(id))
-    return raw ? (JSON.parse(raw) as Job) : undefined
+    return raw ? this.parse(raw) : undefined
+  }
+
+  private parse(raw: string): Job {
+    const job = JSON.parse(raw) as Job
+    this.raw.set(job, raw)
+    return job
   }
 
   update = async (id: string, fn: Transition, known?: Job): Promise<Updated | undefined> => {
@@ -161,7 +171,7 @@ export class RedisJobStore implements JobStore {
     const out: Array<Job> = []
     for (let i = 0; i < ids.length; i += 500) {
       const raws = await this.redis.mget(ids.slice(i, i + 500).map((id) => this.key(id)))
-      for (const r of raws) if (r) out.push(JSON.parse(r) as Job)
+      for (const r of raws) if (r) out.push(this.parse(r))
     }
     return out
   }
