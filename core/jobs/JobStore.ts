@@ -126,9 +126,17 @@ export class FileJobStore implements JobStore {
   private fd: number
   private lines = 0
 
-  /** Opens (creating) the store in `dir`; replays and compacts the log. Throws on I/O errors. */
+  private readonly lock: string
+
+  /**
+   * Opens (creating) the store in `dir`; replays and compacts the log. Throws on I/O errors and
+   * when another live process holds the store (`<dir>/jobs.lock` names its pid): two writers
+   * would interleave their logs. A lock left by a dead process is taken over.
+   */
   constructor(dir: string) {
     fs.mkdirSync(dir, { recursive: true })
+    this.lock = path.join(dir, "jobs.lock")
+    takeLock(this.lock)
     this.file = path.join(dir, "jobs.log")
     this.events.setMaxListeners(0)
     if (fs.existsSync(this.file)) {
@@ -225,6 +233,35 @@ export class FileJobStore implements JobStore {
     } catch {
       // already closed
     }
+    try {
+      if (fs.readFileSync(this.lock, "utf8").trim() === String(process.pid)) fs.rmSync(this.lock)
+    } catch {
+      // gone already
+    }
     this.events.removeAllListeners()
   }
+}
+
+/** Creates `file` holding our pid; replaces it when its pid is not a live process. Throws when it is. */
+const takeLock = (file: string): void => {
+  for (let tries = 0; tries < 3; tries++) {
+    try {
+      fs.writeFileSync(file, String(process.pid), { flag: "wx" })
+      return
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e
+    }
+    const pid = Number(fs.readFileSync(file, "utf8").trim())
+    if (pid === process.pid) return
+    let alive = false
+    try {
+      process.kill(pid, 0)
+      alive = true
+    } catch (e) {
+      alive = (e as NodeJS.ErrnoException).code === "EPERM"
+    }
+    if (alive && pid > 0) throw new Error(`job store ${path.dirname(file)} is in use by process ${pid}`)
+    fs.rmSync(file, { force: true })
+  }
+  throw new Error(`could not lock ${file}`)
 }

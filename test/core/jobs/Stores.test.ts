@@ -103,3 +103,17 @@ describe("S3 SigV4", () => {
     )
   })
 })
+
+describe("FileJobStore lock", () => {
+  it("refuses a second live store on the same directory, takes over a dead process's lock", async () => {
+    const dir = tempDir()
+    fs.writeFileSync(path.join(dir, "jobs.lock"), "999999999") // no such process
+    const a = new FileJobStore(dir)
+    expect(fs.readFileSync(path.join(dir, "jobs.lock"), "utf8")).toBe(String(process.pid))
+    fs.writeFileSync(path.join(dir, "jobs.lock"), "1") // pid 1 is alive
+    expect(() => new FileJobStore(dir)).toThrow(/in use by process 1/)
+    fs.writeFileSync(path.join(dir, "jobs.lock"), String(process.pid))
+    await a.close()
+    expect(fs.existsSync(path.join(dir, "jobs.lock"))).toBe(false)
+  })
+})
