@@ -52,8 +52,8 @@ export interface JobStore {
    */
   readonly update: (id: string, fn: Transition, known?: Job) => Promise<Updated | undefined>
   readonly list: (q: ListQuery) => Promise<ListPage>
-  /** QUEUED jobs whose `scheduled_at` is before `ms` (queue-timeout candidates). */
-  readonly queuedBefore: (ms: number) => Promise<ReadonlyArray<Job>>
+  /** QUEUED jobs whose `scheduled_at` is before `ms` and not before `fromMs` (default: any). */
+  readonly queuedBefore: (ms: number, fromMs?: number) => Promise<ReadonlyArray<Job>>
   /** Terminal jobs that ended before `ms` (retention candidates). */
   readonly endedBefore: (ms: number) => Promise<ReadonlyArray<Job>>
   /** Every QUEUED or PROCESSING job (startup recovery of the embedded backend). */
@@ -195,8 +195,12 @@ export class FileJobStore implements JobStore {
 
   list = async (q: ListQuery): Promise<ListPage> => applyListQuery(this.jobs.values(), q)
 
-  queuedBefore = async (ms: number): Promise<ReadonlyArray<Job>> =>
-    [...this.jobs.values()].filter((j) => j.status === "QUEUED" && scheduledMs(j)! < ms)
+  queuedBefore = async (ms: number, fromMs = -Infinity): Promise<ReadonlyArray<Job>> =>
+    [...this.jobs.values()].filter((j) => {
+      if (j.status !== "QUEUED") return false
+      const t = scheduledMs(j)!
+      return t < ms && t >= fromMs
+    })
 
   endedBefore = async (ms: number): Promise<ReadonlyArray<Job>> =>
     [...this.jobs.values()].filter((j) => {

@@ -216,8 +216,9 @@ export class RedisJobStore implements JobStore {
     return { jobs: applyListQuery(page, { ...q, after: undefined, offset: 0, limit: q.limit }).jobs, total: ids.length }
   }
 
-  queuedBefore = async (ms: number): Promise<ReadonlyArray<Job>> =>
-    (await this.fetch(await this.redis.zrangebyscore(this.k.queued, "-inf", `(${ms}`))).filter((j) => j.status === "QUEUED")
+  queuedBefore = async (ms: number, fromMs?: number): Promise<ReadonlyArray<Job>> =>
+    (await this.fetch(await this.redis.zrangebyscore(this.k.queued, fromMs === undefined ? "-inf" : String(fromMs), `(${ms}`)))
+      .filter((j) => j.status === "QUEUED")
 
   endedBefore = async (ms: number): Promise<ReadonlyArray<Job>> =>
     this.fetch(await this.redis.zrangebyscore(this.k.ended, "-inf", `(${ms}`))

@@ -55,6 +55,8 @@ export type Cancelled =
 /** The runtime. Build with `JobsRuntime.open`, release with `close`. */
 export class JobsRuntime {
   private sweeper: NodeJS.Timeout | undefined
+  /** Records runnable before this time were already checked for a lost queue entry. */
+  private orphansCheckedTo = -Infinity
   private unsubscribeCancel: (() => void) | undefined
   private workersStarted = false
 
@@ -150,7 +152,12 @@ export class JobsRuntime {
    */
   async sweep(now: number = Date.now()): Promise<{ timedOut: number; purged: number; requeued: number }> {
     const lim = this.settings.limits
-    const requeued = await this.queue.ensure(await this.store.queuedBefore(now - ORPHAN_GRACE_MS))
+    // Each record is checked about once: from where the last sweep stopped (with a margin for
+    // clocks of other processes), and everything on this process's first sweep.
+    const to = now - ORPHAN_GRACE_MS
+    const from = this.orphansCheckedTo === -Infinity ? undefined : this.orphansCheckedTo - ORPHAN_GRACE_MS
+    const requeued = await this.queue.ensure(await this.store.queuedBefore(to, from))
+    this.orphansCheckedTo = to
     let timedOut = 0
     for (const j of await this.store.queuedBefore(now - lim.queue_timeout_s * 1000)) {
       const r = await this.store.update(j.job_id, (x) =>
