@@ -27,24 +27,28 @@ import type { Netlist } from "./Netlist.ts"
 /** Settling gives up after this many passes, as visual6502/perfect6502 do (an oscillating loop). */
 export const MAX_SETTLE_PASSES = 100
 
-/** Bounds of the half-cycle memo: recorded settles, and fingerprints remembered as seen once. */
-export const MEMO_ENTRIES_MAX = 4096
+/**
+ * Bounds of the half-cycle memo: recorded settles per generation (two generations are kept,
+ * about 1 KB each), and fingerprints remembered as seen once.
+ */
+export const MEMO_ENTRIES_MAX = 8192
 export const MEMO_SEEN_MAX = 1 << 16
 /**
- * The memo judges itself over windows of this many settles: below half of them replayed it
- * switches off (fingerprints included) for a back-off that doubles, from 4096 settles up to 2^16,
- * each time a trial window fails, so a run that never repeats pays almost nothing.
+ * The memo judges itself over windows of this many settles: unless a quarter of them were
+ * replayed or were states already seen (a loop longer than the memo has learnt so far), it
+ * switches off, fingerprints included, for a back-off that doubles from 16384 settles up to
+ * 2^18 each time a trial window fails, so a run that never repeats pays little.
  */
-const MEMO_WINDOW = 1024
-const MEMO_BACKOFF_MIN = 4096
-const MEMO_BACKOFF_MAX = 1 << 16
+const MEMO_WINDOW = 16384
+const MEMO_BACKOFF_MIN = 16384
+const MEMO_BACKOFF_MAX = 1 << 18
 
 /** A recorded settle: fingerprint check words, net node and transistor flips, end fingerprint. */
 interface MemoEntry {
   readonly k2: number
   readonly k3: number
-  readonly nodes: Int32Array
-  readonly trans: Int32Array
+  readonly nodes: Uint16Array
+  readonly trans: Uint16Array
   readonly h1: number
   readonly h2: number
   readonly h3: number
@@ -310,7 +314,9 @@ export class Chip {
   private h2 = 0
   private h3 = 0
   /** Half-cycle memo (see halfStep); a pure cache keyed by whole-state fingerprints. */
-  private readonly memo = new Map<number, MemoEntry>()
+  private memo = new Map<number, MemoEntry>()
+  /** The previous generation of the memo, still consulted (hits move back into `memo`). */
+  private memoOld = new Map<number, MemoEntry>()
   private readonly seen = new Set<number>()
   private recording = false
   private recStamp: Int32Array
@@ -323,14 +329,19 @@ export class Chip {
   /** Memo hits and misses since construction (bench, tests). */
   memoHits = 0
   memoMisses = 0
+  private readonly memoEnabled: boolean
   /** Whether fingerprints are kept and the memo consulted; speed only, never results. */
-  private memoActive = true
+  private memoActive: boolean
   private memoWindow = 0
   private memoWindowHits = 0
+  private memoWindowRepeats = 0
   private memoCooldown = 0
   private memoBackoff = MEMO_BACKOFF_MIN
 
-  constructor(readonly tables: ChipTables) {
+  /** `memo: false` settles every half-cycle from scratch (tests compare the two). */
+  constructor(readonly tables: ChipTables, options: { memo?: boolean } = {}) {
+    this.memoEnabled = options.memo !== false
+    this.memoActive = this.memoEnabled
     const nn = tables.nodeCount
     this.value = new Uint8Array(nn)
     this.pullup = new Uint8Array(nn)
@@ -372,11 +383,13 @@ export class Chip {
   /** Empties the half-cycle memo and switches it on (tests, benchmarks); results are unaffected. */
   memoReset(): void {
     this.memo.clear()
+    this.memoOld.clear()
     this.seen.clear()
-    this.memoActive = true
+    this.memoActive = this.memoEnabled
     this.memoBackoff = MEMO_BACKOFF_MIN
     this.memoWindow = 0
     this.memoWindowHits = 0
+    this.memoWindowRepeats = 0
     this.fingerprint()
   }
 
@@ -520,24 +533,32 @@ export class Chip {
   /** Drives `pin` to `level` (pin >= 0), or the data bus with `byte`, and settles, via the memo. */
   private memoSettle(pin: number, level: number, byte: number): void {
     if (!this.memoActive) {
-      if (--this.memoCooldown <= 0) {
+      if (this.memoEnabled && --this.memoCooldown <= 0) {
         this.memoActive = true
         this.fingerprint()
         this.memoWindow = 0
         this.memoWindowHits = 0
+        this.memoWindowRepeats = 0
       }
       if (pin >= 0) this.setPin(pin, level)
       else this.driveData(byte)
       return
     }
     if (++this.memoWindow >= MEMO_WINDOW) {
-      if (this.memoWindowHits * 2 < this.memoWindow) {
+      const poor = (this.memoWindowHits + this.memoWindowRepeats) * 4 < this.memoWindow
+      this.memoWindow = 0
+      this.memoWindowHits = 0
+      this.memoWindowRepeats = 0
+      if (poor) {
+        // Off from here: the fingerprint is no longer kept, so nothing below may be recorded.
         this.memoActive = false
         this.memoCooldown = this.memoBackoff
         this.memoBackoff = Math.min(this.memoBackoff * 2, MEMO_BACKOFF_MAX)
-      } else this.memoBackoff = MEMO_BACKOFF_MIN
-      this.memoWindow = 0
-      this.memoWindowHits = 0
+        if (pin >= 0) this.setPin(pin, level)
+        else this.driveData(byte)
+        return
+      }
+      this.memoBackoff = MEMO_BACKOFF_MIN
     }
     const t = this.tables
     let k1 = this.h1
@@ -550,7 +571,11 @@ export class Chip {
     }
     // 53-bit map key; the entry checks the remaining bits.
     const key = (k1 >>> 0) * 0x200000 + (k2 >>> 11)
-    const hit = this.memo.get(key)
+    let hit = this.memo.get(key)
+    if (hit === undefined) {
+      hit = this.memoOld.get(key)
+      if (hit !== undefined) this.memoStore(key, hit)
+    }
     if (hit !== undefined && hit.k2 === k2 && hit.k3 === k3) {
       this.memoHits++
       this.memoWindowHits++
@@ -562,13 +587,21 @@ export class Chip {
     if (!record) {
       if (this.seen.size >= MEMO_SEEN_MAX) this.seen.clear()
       this.seen.add(key)
-    } else this.startRecording()
+    } else {
+      this.memoWindowRepeats++
+      this.startRecording()
+    }
     if (pin >= 0) this.setPin(pin, level)
     else this.driveData(byte)
-    if (record) {
-      if (this.memo.size >= MEMO_ENTRIES_MAX) this.memo.clear()
-      this.memo.set(key, this.stopRecording(k2, k3))
+    if (record) this.memoStore(key, this.stopRecording(k2, k3))
+  }
+
+  private memoStore(key: number, e: MemoEntry): void {
+    if (this.memo.size >= MEMO_ENTRIES_MAX) {
+      this.memoOld = this.memo
+      this.memo = new Map()
     }
+    this.memo.set(key, e)
   }
 
   private driveData(byte: number): void {
@@ -603,7 +636,7 @@ export class Chip {
     this.recTrans.forEach((tr, i) => {
       if (this.transOn[tr] !== this.recTransWas[i]) trans.push(tr)
     })
-    return { k2, k3, nodes: Int32Array.from(nodes), trans: Int32Array.from(trans), h1: this.h1, h2: this.h2, h3: this.h3 }
+    return { k2, k3, nodes: Uint16Array.from(nodes), trans: Uint16Array.from(trans), h1: this.h1, h2: this.h2, h3: this.h3 }
   }
 
   /** Applies a recorded settle: the drive, then the net flips; same end state as simulating. */

@@ -150,3 +150,48 @@ describe.skipIf(!haveNetlist)("Chip against a plain statement of the settle sche
     expect(fast.memoHits).toBeGreaterThan(500)
   })
 })
+
+describe.skipIf(!haveNetlist)("half-cycle memo", () => {
+  it("changes nothing: 120,000 half-cycles of irq with interrupts, memo on and off, node for node", () => {
+    const nl = loadNetlist(NETLIST_DIR)
+    const tables = makeTables(nl)
+    const on = new Chip(tables)
+    const off = new Chip(tables, { memo: false })
+    const p = program("irq")
+    const mem = new Uint8Array(65536)
+    mem.set(fs.readFileSync(path.join(GOLDEN_DIR, p.image)), p.org)
+    mem[0xfffc] = p.reset_vector & 0xff
+    mem[0xfffd] = p.reset_vector >> 8
+    const memOn = Uint8Array.from(mem)
+    const memOff = Uint8Array.from(mem)
+    const id = (n: string) => nl.names.get(n)!
+    const both = (f: (c: Chip) => void) => {
+      f(on)
+      f(off)
+    }
+    both((c) => {
+      c.powerOn()
+      for (const [pin, level] of [["res", 0], ["clk0", 1], ["rdy", 1], ["so", 0], ["irq", 1], ["nmi", 1]] as const) c.setPin(id(pin), level)
+      c.settleAll()
+    })
+    for (let hc = 0; hc < 120_000; hc++) {
+      if (hc === 16) both((c) => c.setPin(id("res"), 1))
+      // after 80,000 half-cycles of the counting loop (which recurs, so the memo replays most
+      // of it), an IRQ now and then, held for a while
+      if (hc > 80_000 && hc % 9_000 === 4_000) both((c) => c.setPin(id("irq"), 0))
+      if (hc > 80_000 && hc % 9_000 === 4_100) both((c) => c.setPin(id("irq"), 1))
+      on.halfStep(memOn)
+      off.halfStep(memOff)
+      if (hc % 2_000 === 1_999) {
+        const a = on.save()
+        const b = off.save()
+        expect(Buffer.from(a.value).equals(Buffer.from(b.value)), `nodes after ${hc}`).toBe(true)
+        expect(Buffer.from(a.transOn).equals(Buffer.from(b.transOn)), `transistors after ${hc}`).toBe(true)
+        expect(Buffer.from(a.pullup).equals(Buffer.from(b.pullup)), `pulls after ${hc}`).toBe(true)
+        expect(Buffer.from(memOn).equals(Buffer.from(memOff)), `memory after ${hc}`).toBe(true)
+      }
+    }
+    expect(on.memoHits).toBeGreaterThan(30_000)
+    expect(off.memoHits).toBe(0)
+  })
+})
