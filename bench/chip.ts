@@ -1,82 +1,95 @@
 /**
- * chip-sim engine benchmark: half-cycles per second on a long run, and the wall time of one
+ * chip-sim engine benchmark: half-cycles per second on long runs, and the wall time of one
  * maximal `step()` (200,000 half-cycles) including ChipState decode and encode.
  *
- * Programs: the golden `irq` program without its pin events (a loop of INC/LDA/AND/BNE/JMP
- * whose chip states do not recur, so every half-cycle is simulated), and the golden `arith`
- * program, which ends idling in `JMP *` (recurring states, replayed by the half-cycle memo).
- * `CHIP_BENCH_HALF_CYCLES` sets the long run's length (default 2,000,000); the netlist folder
- * comes from `CHIP_SIM_NETLIST` (default /work/shared/chip-sim/netlist).
- * Run: `node --import tsx bench/chip.ts` or `npm run bench -- chip`.
+ * Programs (golden images, no pin events): `irq` counts in a loop of INC/LDA/AND/BNE/JMP,
+ * whose chip states recur every few thousand half-cycles once the counter wraps; `arith` ends
+ * idling in `JMP *`. Runs are measured twice: as the service runs (half-cycle memo on, so a
+ * recurring state is replayed), and with the memo off (every half-cycle settled, the
+ * switch-level throughput proper).
+ * `CHIP_BENCH_HALF_CYCLES` sets the long runs' length (default 2,000,000; the memo-off run is a
+ * quarter of it); the netlist folder comes from `CHIP_SIM_NETLIST` (default
+ * /work/shared/chip-sim/netlist). Run: `node --import tsx bench/chip.ts` or `npm run bench -- chip`.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
-import { makeSimulator, MAX_STEP } from "../plugins/chip-sim/engine/index.ts"
+import { makeSimulator, MAX_STEP, type MachineJson, type Simulator } from "../plugins/chip-sim/engine/index.ts"
 
 const NETLIST = process.env.CHIP_SIM_NETLIST ?? "/work/shared/chip-sim/netlist"
 const GOLDEN = process.env.CHIP_SIM_GOLDEN ?? "/work/shared/chip-sim/golden"
 
+const bootProgram = (sim: Simulator, name: string): MachineJson => {
+  const mem = new Uint8Array(65536)
+  mem.set(fs.readFileSync(path.join(GOLDEN, `${name}.bin`)), 0x200)
+  return sim.boot({ memory: mem, resetVector: 0x200 }).machine
+}
+
+/** Runs `total` half-cycles in maximal steps; returns [wall half-cycles/s, CPU half-cycles/s, machine]. */
+const longRun = (sim: Simulator, machine: MachineJson, total: number): [number, number, MachineJson] => {
+  const t = performance.now()
+  const cpu0 = process.cpuUsage()
+  for (let done = 0; done < total; done += MAX_STEP) {
+    machine = sim.step({ machine, halfCycles: Math.min(MAX_STEP, total - done) }).machine
+  }
+  const ms = performance.now() - t
+  const cpu = process.cpuUsage(cpu0)
+  return [Math.round((total / ms) * 1000), Math.round((total / ((cpu.user + cpu.system) / 1000)) * 1000), machine]
+}
+
+const timeStep = (sim: Simulator, machine: MachineJson): number => {
+  const t = performance.now()
+  sim.step({ machine, halfCycles: MAX_STEP })
+  return Math.round(performance.now() - t)
+}
+
 /**
- * Runs the benchmark; prints and returns `{load_ms, boot_ms, long_run_half_cycles,
- * half_cycles_per_s (wall), half_cycles_per_cpu_s, step_200k_ms, idle_loop_half_cycles_per_s}`.
+ * Runs the benchmark; prints and returns figures: `half_cycles_per_s` and
+ * `half_cycles_per_cpu_s` (irq loop, memo on), `nomemo_half_cycles_per_s` /
+ * `nomemo_half_cycles_per_cpu_s` (memo off), `idle_loop_half_cycles_per_s` (arith's `JMP *`),
+ * `step_200k_ms` (memo warm), `step_200k_cold_ms` (fresh simulator), `step_200k_nomemo_ms`,
+ * `load_ms`, `boot_ms`, `long_run_half_cycles`. CPU figures count this process's CPU time,
+ * the ones to compare when the machine is shared.
  */
 export async function benchChip(): Promise<Record<string, number>> {
   const total = Number(process.env.CHIP_BENCH_HALF_CYCLES ?? 2_000_000)
   let t = performance.now()
   const sim = makeSimulator(NETLIST)
-  const loadMs = performance.now() - t
-  const mem = new Uint8Array(65536)
-  mem.set(fs.readFileSync(path.join(GOLDEN, "irq.bin")), 0x200)
+  const loadMs = Math.round(performance.now() - t)
   t = performance.now()
-  const boot = sim.boot({ memory: mem, resetVector: 0x200 })
-  const bootMs = performance.now() - t
+  const irq = bootProgram(sim, "irq")
+  const bootMs = Math.round(performance.now() - t)
 
-  // Warm-up, so the one-step figure measures steady code.
-  let machine = sim.step({ machine: boot.machine, halfCycles: 20_000 }).machine
+  // 200,000 half-cycles on a simulator that has never seen these states.
+  const stepCold = timeStep(makeSimulator(NETLIST), irq)
 
-  t = performance.now()
-  const cpu0 = process.cpuUsage()
-  let done = 0
-  while (done < total) {
-    const n = Math.min(MAX_STEP, total - done)
-    machine = sim.step({ machine, halfCycles: n }).machine
-    done += n
-  }
-  const longMs = performance.now() - t
-  const cpu = process.cpuUsage(cpu0)
-  const longCpuMs = (cpu.user + cpu.system) / 1000
+  const [rate, cpuRate, after] = longRun(sim, irq, total)
+  const stepWarm = timeStep(sim, after)
+  const [idleRate] = longRun(sim, bootProgram(sim, "arith"), total)
 
-  t = performance.now()
-  sim.step({ machine, halfCycles: MAX_STEP })
-  const stepMs = performance.now() - t
-
-  const idle = new Uint8Array(65536)
-  idle.set(fs.readFileSync(path.join(GOLDEN, "arith.bin")), 0x200)
-  let idleMachine = sim.boot({ memory: idle, resetVector: 0x200 }).machine
-  idleMachine = sim.step({ machine: idleMachine, halfCycles: 20_000 }).machine
-  t = performance.now()
-  for (let done = 0; done < total; done += MAX_STEP) {
-    idleMachine = sim.step({ machine: idleMachine, halfCycles: Math.min(MAX_STEP, total - done) }).machine
-  }
-  const idleMs = performance.now() - t
+  const plain = makeSimulator(NETLIST, { memo: false })
+  const [plainRate, plainCpuRate, plainAfter] = longRun(plain, irq, Math.max(MAX_STEP, Math.round(total / 4)))
+  const stepPlain = timeStep(plain, plainAfter)
 
   const figures = {
-    load_ms: Math.round(loadMs),
-    boot_ms: Math.round(bootMs),
+    load_ms: loadMs,
+    boot_ms: bootMs,
     long_run_half_cycles: total,
-    half_cycles_per_s: Math.round((total / longMs) * 1000),
-    // CPU time of this process: the figure to compare when the machine is shared.
-    half_cycles_per_cpu_s: Math.round((total / longCpuMs) * 1000),
-    step_200k_ms: Math.round(stepMs),
-    idle_loop_half_cycles_per_s: Math.round((total / idleMs) * 1000)
+    half_cycles_per_s: rate,
+    half_cycles_per_cpu_s: cpuRate,
+    nomemo_half_cycles_per_s: plainRate,
+    nomemo_half_cycles_per_cpu_s: plainCpuRate,
+    idle_loop_half_cycles_per_s: idleRate,
+    step_200k_ms: stepWarm,
+    step_200k_cold_ms: stepCold,
+    step_200k_nomemo_ms: stepPlain
   }
+  const n = (v: number) => v.toLocaleString("en-US")
   console.log(
-    `chip: ${figures.half_cycles_per_s.toLocaleString("en-US")} half-cycles/s wall ` +
-      `(${figures.half_cycles_per_cpu_s.toLocaleString("en-US")} per CPU-second) over ${total.toLocaleString("en-US")}; ` +
-      `one 200,000-half-cycle step() incl. decode/encode ${figures.step_200k_ms} ms; ` +
-      `idle loop (memo replay) ${figures.idle_loop_half_cycles_per_s.toLocaleString("en-US")} half-cycles/s; ` +
-      `netlist load ${figures.load_ms} ms, boot ${figures.boot_ms} ms`
+    `chip: irq loop ${n(rate)} half-cycles/s (${n(cpuRate)} per CPU-second) over ${n(total)}; ` +
+      `memo off ${n(plainRate)} (${n(plainCpuRate)} per CPU-second); idle JMP * loop ${n(idleRate)}; ` +
+      `one 200,000-half-cycle step() incl. decode/encode: ${n(stepWarm)} ms warm, ${n(stepCold)} ms cold, ` +
+      `${n(stepPlain)} ms memo off; netlist load ${loadMs} ms, boot ${bootMs} ms`
   )
   return figures
 }

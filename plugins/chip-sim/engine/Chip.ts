@@ -29,7 +29,7 @@ export const MAX_SETTLE_PASSES = 100
 
 /**
  * Bounds of the half-cycle memo: recorded settles per generation (two generations are kept,
- * about 1 KB each), and fingerprints remembered as seen once.
+ * about 1.5 KB each), and fingerprints remembered as seen once.
  */
 export const MEMO_ENTRIES_MAX = 8192
 export const MEMO_SEEN_MAX = 1 << 16

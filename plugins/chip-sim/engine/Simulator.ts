@@ -192,7 +192,7 @@ class SimulatorImpl implements Simulator {
   private readonly observer: Observer
   private catalog: NodeCatalog | undefined
 
-  constructor(readonly netlist: Netlist) {
+  constructor(readonly netlist: Netlist, options: SimulatorOptions) {
     if (netlist.nodeCount !== NODE_BITS || netlist.transistorCount !== TRANSISTOR_BITS) {
       throw new NetlistInvalid(
         "segdefs.js/transdefs.js",
@@ -200,7 +200,7 @@ class SimulatorImpl implements Simulator {
       )
     }
     this.tables = makeTables(netlist)
-    this.chip = new Chip(this.tables)
+    this.chip = new Chip(this.tables, { memo: options.memo !== false })
     this.observer = new Observer(netlist)
   }
 
@@ -366,12 +366,20 @@ class SimulatorImpl implements Simulator {
   }
 }
 
+/** Engine options; the defaults are what the service runs. */
+export interface SimulatorOptions {
+  /** Replay recurring half-cycles from the memo (default true); false only for measurements. */
+  readonly memo?: boolean
+}
+
 /**
  * Loads the netlist from `netlistDir` and builds a simulator (about 0.2 s).
  * @throws NetlistMissing when the folder lacks the netlist files; NetlistInvalid otherwise.
  */
-export const makeSimulator = (netlistDir: string): Simulator => new SimulatorImpl(loadNetlist(netlistDir))
+export const makeSimulator = (netlistDir: string, options: SimulatorOptions = {}): Simulator =>
+  new SimulatorImpl(loadNetlist(netlistDir), options)
 
 /** Builds a simulator from an already parsed netlist. */
-export const makeSimulatorFromNetlist = (netlist: Netlist): Simulator => new SimulatorImpl(netlist)
+export const makeSimulatorFromNetlist = (netlist: Netlist, options: SimulatorOptions = {}): Simulator =>
+  new SimulatorImpl(netlist, options)
 
