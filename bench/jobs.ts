@@ -10,13 +10,18 @@
  *
  * Each figure is the best of `JOBS_BENCH_ROUNDS` (default 2) interleaved rounds.
  *
- * Figures: `embedded_jobs_per_s`, `redis_jobs_per_s`, `raw_bullmq_jobs_per_s`,
+ * Figures: `embedded_jobs_per_s`, `redis_jobs_per_s` (workers in the API process),
+ * `redis_separate_worker_jobs_per_s` (API process without workers plus one `platform worker`
+ * process, the deployment `platform worker` is for), `raw_bullmq_jobs_per_s`,
  * `redis_vs_raw_bullmq` (target >= 0.5), and `http_floor_req_per_s`: the same producer posting
  * to an unknown job type (404, nothing recorded), i.e. what the listener alone sustains, with
  * `redis_vs_http_floor`; and `*_cpu_ms_per_job`: CPU time per job of this process (all threads,
  * producer included) plus the redis-server, which the machine's other load does not inflate. `JOBS_BENCH_N` sets the job count (default 3000),
  * `JOBS_BENCH_CONCURRENCY` the worker concurrency (default 4, the spec's WORKER_CONCURRENCY).
  */
+import { spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as path from "node:path"
 import { Worker as Thread } from "node:worker_threads"
 import { Worker } from "bullmq"
 import { Redis } from "ioredis"
@@ -119,17 +124,43 @@ const httpFloor = async (): Promise<number> => {
   }
 }
 
-const platformRun = async (backend: "embedded" | "redis", redisUrl: string): Promise<Rate> => {
-  const platform = await startPlatform({
-    cwd: ROOT,
-    yaml: platformYaml({
-      backend,
-      dataDir: tempDir("jobs-bench-"),
-      redisUrl,
-      prefix: `bench${backend}${Date.now()}`,
-      limits: { worker_concurrency: CONCURRENCY, sweep_interval_s: 5 }
+/**
+ * Starts `platform worker -c <yaml>` (the real CLI) and resolves once it consumes; `stop` ends it.
+ * Its CPU is not in the process figures (CPU per job is reported for in-process runs only).
+ */
+const workerProcess = async (yaml: string): Promise<{ stop: () => Promise<void> }> => {
+  const file = path.join(tempDir("jobs-bench-"), "platform.yaml")
+  fs.writeFileSync(file, yaml)
+  const child = spawn(process.execPath, [path.join(ROOT, "bin", "platform.js"), "worker", "--config", file], { stdio: ["ignore", "ignore", "pipe"] })
+  await new Promise<void>((resolve, reject) => {
+    let err = ""
+    child.stderr!.on("data", (d) => {
+      err += d
+      if (err.includes("running job types")) resolve()
     })
+    child.once("exit", (code) => reject(new Error(`platform worker exited ${code}: ${err}`)))
   })
+  return {
+    stop: () => new Promise<void>((resolve) => {
+      child.once("exit", () => resolve())
+      child.kill("SIGTERM")
+    })
+  }
+}
+
+/** Submits through the platform's Jobs API; `separateWorker`: workers in a `platform worker` process, none in the API process. */
+const platformRun = async (backend: "embedded" | "redis", redisUrl: string, separateWorker = false): Promise<Rate> => {
+  const yaml = (workers: boolean) => platformYaml({
+    backend,
+    dataDir: tempDir("jobs-bench-"),
+    redisUrl,
+    prefix,
+    workers,
+    limits: { worker_concurrency: CONCURRENCY, sweep_interval_s: 5 }
+  })
+  const prefix = `bench${backend}${Date.now()}`
+  const platform = await startPlatform({ cwd: ROOT, yaml: yaml(!separateWorker) })
+  const worker = separateWorker ? await workerProcess(yaml(true)) : undefined
   const base = platform.url("jobs")
   const p = producer("http", `${base}/api/v1/jobs/trivial`)
   try {
@@ -154,6 +185,7 @@ const platformRun = async (backend: "embedded" | "redis", redisUrl: string): Pro
     return rate
   } finally {
     await p.stop()
+    await worker?.stop()
     await platform.stop()
   }
 }
@@ -200,12 +232,14 @@ export async function benchJobs(): Promise<Record<string, number>> {
     let raw: Rate = { perS: 0, cpuMs: 0 }
     let embedded: Rate = { perS: 0, cpuMs: 0 }
     let viaRedis: Rate = { perS: 0, cpuMs: 0 }
+    let separate: Rate = { perS: 0, cpuMs: 0 }
     let floor = 0
     for (let round = 0; round < ROUNDS; round++) {
       raw = best(raw, await rawBullmq(redis.url))
       floor = Math.max(floor, await httpFloor())
       if (!ONLY_REDIS) embedded = best(embedded, await platformRun("embedded", redis.url))
       viaRedis = best(viaRedis, await platformRun("redis", redis.url))
+      if (!ONLY_REDIS) separate = best(separate, await platformRun("redis", redis.url, true))
     }
     const ms = (r: Rate) => Math.round(r.cpuMs * 1000) / 1000
     const figures = {
@@ -213,10 +247,12 @@ export async function benchJobs(): Promise<Record<string, number>> {
       worker_concurrency: CONCURRENCY,
       embedded_jobs_per_s: Math.round(embedded.perS),
       redis_jobs_per_s: Math.round(viaRedis.perS),
+      redis_separate_worker_jobs_per_s: Math.round(separate.perS),
       raw_bullmq_jobs_per_s: Math.round(raw.perS),
       http_floor_req_per_s: Math.round(floor),
       redis_vs_raw_bullmq: Math.round((viaRedis.perS / raw.perS) * 100) / 100,
       redis_vs_http_floor: Math.round((viaRedis.perS / floor) * 100) / 100,
+      redis_separate_worker_vs_raw_bullmq: Math.round((separate.perS / raw.perS) * 100) / 100,
       embedded_cpu_ms_per_job: ms(embedded),
       redis_cpu_ms_per_job: ms(viaRedis),
       raw_bullmq_cpu_ms_per_job: ms(raw)

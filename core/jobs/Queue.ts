@@ -20,6 +20,11 @@ export type Deliver = (id: string, snapshot: Job | undefined) => Promise<void>
 
 /** A dispatch backend. */
 export interface JobQueue {
+  /**
+   * True when a delivery's completion reaches the store after every record write the worker
+   * issued before returning (same Redis connection), so the final write need not be awaited.
+   */
+  readonly completionOrdered: boolean
   /** Makes `job` (a QUEUED record) runnable after `delayMs` milliseconds. */
   readonly enqueue: (job: Job, delayMs: number) => Promise<void>
   /** Drops a pending delivery of `job`, best effort (a delivery that slips through is ignored at claim). */
@@ -37,6 +42,7 @@ export interface JobQueue {
 
 /** In-process queue of the embedded backend. */
 export class EmbeddedQueue implements JobQueue {
+  readonly completionOrdered = false
   private readonly ready: Array<{ id: string; snapshot: Job }> = []
   private head = 0
   private readonly pending = new Set<string>()
@@ -114,8 +120,15 @@ export class RedisQueue implements JobQueue {
   private worker: BullWorker | undefined
   private workerConnection: Redis | undefined
 
-  /** Connects to `settings.url`; the BullMQ queue is `jobs` under prefix `settings.prefix`. */
-  constructor(private readonly settings: RedisSettings) {
+  readonly completionOrdered: boolean
+
+  /**
+   * Connects to `settings.url`; the BullMQ queue is `jobs` under prefix `settings.prefix`.
+   * `storeClient`: the record store's connection, shared by the BullMQ worker (see
+   * `completionOrdered`); without it the worker gets its own.
+   */
+  constructor(private readonly settings: RedisSettings, private readonly storeClient?: Redis) {
+    this.completionOrdered = storeClient !== undefined
     this.connection = new Redis(settings.url, { maxRetriesPerRequest: null })
     this.queue = new BullQueue("jobs", { connection: this.connection, prefix: settings.prefix })
   }
@@ -155,12 +168,13 @@ export class RedisQueue implements JobQueue {
 
   start = async (deliver: Deliver, concurrency: number): Promise<void> => {
     const lockMs = Math.max(200, Math.round(this.settings.lock_s * 1000))
-    this.workerConnection = new Redis(this.settings.url, { maxRetriesPerRequest: null })
+    // Ours to close only when not shared with the store.
+    if (!this.storeClient) this.workerConnection = new Redis(this.settings.url, { maxRetriesPerRequest: null })
     this.worker = new BullWorker("jobs", async (bj) => {
       const data = bj.data as { id: string; snapshot?: Job }
       await deliver(data.id, data.snapshot)
     }, {
-      connection: this.workerConnection,
+      connection: this.storeClient ?? this.workerConnection!,
       prefix: this.settings.prefix,
       concurrency,
       lockDuration: lockMs,

@@ -75,6 +75,15 @@ export class RedisJobStore implements JobStore {
     }
   }
 
+  /**
+   * The connection every record write goes through. The redis queue runs its BullMQ worker on it
+   * too, so a record write issued before a delivery returns reaches Redis before BullMQ's
+   * completion of that delivery (one connection executes in order).
+   */
+  get client(): Redis {
+    return this.redis
+  }
+
   /** Resolves once Redis answers; rejects after `timeoutMs` (unreachable or refusing). */
   async ready(timeoutMs: number): Promise<void> {
     let timer: NodeJS.Timeout | undefined

@@ -80,6 +80,7 @@ export class JobsRuntime {
     const s = opts.settings
     const role = opts.role ?? "all"
     let store: JobStore
+    let queue: JobQueue
     if (s.backend === "redis") {
       const r = new RedisJobStore(s.redis.url, s.redis.prefix)
       await r.ready(5000).catch(async (e) => {
@@ -87,10 +88,11 @@ export class JobsRuntime {
         throw e
       })
       store = r
+      queue = new RedisQueue(s.redis, r.client)
     } else {
       store = new FileJobStore(path.resolve(opts.dataDir))
+      queue = new EmbeddedQueue()
     }
-    const queue: JobQueue = s.backend === "redis" ? new RedisQueue(s.redis) : new EmbeddedQueue()
     const worker = new JobWorker(store, queue, opts.lookup, opts.files, s.limits, opts.workerName)
     const rt = new JobsRuntime(s, store, queue, worker, opts.files, opts.lookup, role)
     if (s.backend === "embedded") await rt.recover()
@@ -308,6 +310,7 @@ export class JobsRuntime {
     this.worker.shutdown()
     this.unsubscribeCancel?.()
     await this.queue.close()
+    await this.worker.drain()
     await this.store.close()
   }
 }

@@ -72,6 +72,8 @@ export class JobWorker {
   /** Running attempts in this process, by job id. */
   readonly running = new Map<string, { controller: AbortController; attempt: number }>()
   private stopping = false
+  /** Final record writes not awaited by their delivery (see `JobQueue.completionOrdered`). */
+  private readonly writes = new Set<Promise<unknown>>()
 
   constructor(
     private readonly store: JobStore,
@@ -92,6 +94,11 @@ export class JobWorker {
   shutdown(): void {
     this.stopping = true
     for (const r of this.running.values()) r.controller.abort(new WorkerShutdown())
+  }
+
+  /** Resolves when every final record write issued so far has settled. */
+  async drain(): Promise<void> {
+    await Promise.allSettled([...this.writes])
   }
 
   /** Handles one delivery; never rejects. */
@@ -175,7 +182,7 @@ export class JobWorker {
       const value = await raceAbort(type.handler(decoded.right, ctx), controller.signal)
       const encoded = Schema.encodeUnknownEither(type.result)(value, { errors: "all" })
       if (encoded._tag === "Left") throw new JobFailure("INTERNAL_ERROR", `result does not match the ${type.id} result schema: ${formatIssues(encoded.left)}`, false)
-      await this.store.update(id, (j) => {
+      const completed = this.store.update(id, (j) => {
         if (!mine(j)) return undefined
         const at = nowIso()
         return {
@@ -189,6 +196,15 @@ export class JobWorker {
           history: [...j.history, { status: "COMPLETED", timestamp: at, worker: this.name, attempt }]
         }
       }, job)
+      if (this.queue.completionOrdered) {
+        // The write is already on the connection BullMQ will complete the delivery on, so it lands
+        // first; not waiting for its reply saves a round trip per job.
+        const w = completed.catch((e) => console.error(`[jobs] ${id}: completion not recorded: ${(e as Error)?.message ?? e}`))
+        this.writes.add(w)
+        void w.finally(() => this.writes.delete(w))
+      } else {
+        await completed
+      }
     } catch (thrown) {
       const reason = controller.signal.aborted ? (controller.signal.reason as AbortReason) : undefined
       if (reason instanceof JobFailure && reason.kind === "CANCELLED") return // the record is already CANCELLED
