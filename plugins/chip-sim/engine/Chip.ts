@@ -43,12 +43,21 @@ const MEMO_WINDOW = 16384
 const MEMO_BACKOFF_MIN = 16384
 const MEMO_BACKOFF_MAX = 1 << 18
 
-/** A recorded settle: fingerprint check words, net node and transistor flips, end fingerprint. */
+/**
+ * A recorded settle: fingerprint check words, net node and transistor flips, the resulting
+ * net changes of the per-node caches (rail counts, conduction masks), end fingerprint.
+ */
 interface MemoEntry {
   readonly k2: number
   readonly k3: number
   readonly nodes: Uint16Array
   readonly trans: Uint16Array
+  readonly gndNodes: Uint16Array
+  readonly gndDelta: Int16Array
+  readonly vccNodes: Uint16Array
+  readonly vccDelta: Int16Array
+  readonly maskNodes: Uint16Array
+  readonly maskXor: Int32Array
   readonly h1: number
   readonly h2: number
   readonly h3: number
@@ -569,8 +578,8 @@ export class Chip {
       k2 ^= t.zData[byte * 3 + 1]!
       k3 ^= t.zData[byte * 3 + 2]!
     }
-    // 53-bit map key; the entry checks the remaining bits.
-    const key = (k1 >>> 0) * 0x200000 + (k2 >>> 11)
+    // A small-integer map key (30 bits); the entry checks 64 more.
+    const key = k1 & 0x3fffffff
     let hit = this.memo.get(key)
     if (hit === undefined) {
       hit = this.memoOld.get(key)
@@ -628,15 +637,48 @@ export class Chip {
 
   private stopRecording(k2: number, k3: number): MemoEntry {
     this.recording = false
+    const t = this.tables
     const nodes: Array<number> = []
     this.recNodes.forEach((n, i) => {
       if (this.value[n] !== this.recNodeWas[i]) nodes.push(n)
     })
     const trans: Array<number> = []
+    const gnd = new Map<number, number>()
+    const vcc = new Map<number, number>()
+    const mask = new Map<number, number>()
     this.recTrans.forEach((tr, i) => {
-      if (this.transOn[tr] !== this.recTransWas[i]) trans.push(tr)
+      const now = this.transOn[tr]!
+      if (now === this.recTransWas[i]) return
+      trans.push(tr)
+      const kind = t.tKind[tr]!
+      const a = t.tNode1[tr]!
+      if (kind === 1) gnd.set(a, (gnd.get(a) ?? 0) + (now ? 1 : -1))
+      else if (kind === 2) vcc.set(a, (vcc.get(a) ?? 0) + (now ? 1 : -1))
+      else if (kind === 3) {
+        const b = t.tNode2[tr]!
+        mask.set(a, (mask.get(a) ?? 0) ^ t.tBit1[tr]!)
+        mask.set(b, (mask.get(b) ?? 0) ^ t.tBit2[tr]!)
+      }
     })
-    return { k2, k3, nodes: Uint16Array.from(nodes), trans: Uint16Array.from(trans), h1: this.h1, h2: this.h2, h3: this.h3 }
+    const pairs = (m: Map<number, number>) => [...m].filter(([, d]) => d !== 0)
+    const g = pairs(gnd)
+    const v = pairs(vcc)
+    const k = pairs(mask)
+    return {
+      k2,
+      k3,
+      nodes: Uint16Array.from(nodes),
+      trans: Uint16Array.from(trans),
+      gndNodes: Uint16Array.from(g, (e) => e[0]),
+      gndDelta: Int16Array.from(g, (e) => e[1]),
+      vccNodes: Uint16Array.from(v, (e) => e[0]),
+      vccDelta: Int16Array.from(v, (e) => e[1]),
+      maskNodes: Uint16Array.from(k, (e) => e[0]),
+      maskXor: Int32Array.from(k, (e) => e[1]),
+      h1: this.h1,
+      h2: this.h2,
+      h3: this.h3
+    }
   }
 
   /** Applies a recorded settle: the drive, then the net flips; same end state as simulating. */
@@ -647,26 +689,17 @@ export class Chip {
       for (let i = 0; i < 8; i++) this.drive(db[i]!, (byte >> i) & 1)
     }
     const value = this.value
-    for (let i = 0; i < e.nodes.length; i++) value[e.nodes[i]!]! ^= 1
-    const t = this.tables
+    const nodes = e.nodes
+    for (let i = 0; i < nodes.length; i++) value[nodes[i]!]! ^= 1
     const transOn = this.transOn
-    const tKind = t.tKind
-    const tNode1 = t.tNode1
-    for (let i = 0; i < e.trans.length; i++) {
-      const tr = e.trans[i]!
-      const nv = transOn[tr]! ^ 1
-      transOn[tr] = nv
-      const kind = tKind[tr]!
-      if (kind === 1) this.gndOn[tNode1[tr]!]! += nv ? 1 : -1
-      else if (kind === 2) this.vccOn[tNode1[tr]!]! += nv ? 1 : -1
-      else if (kind === 3) {
-        const onMask = this.onMask
-        const a = tNode1[tr]!
-        const b = t.tNode2[tr]!
-        onMask[a]! ^= t.tBit1[tr]!
-        onMask[b]! ^= t.tBit2[tr]!
-      }
-    }
+    const trans = e.trans
+    for (let i = 0; i < trans.length; i++) transOn[trans[i]!]! ^= 1
+    const gndOn = this.gndOn
+    for (let i = 0; i < e.gndNodes.length; i++) gndOn[e.gndNodes[i]!]! += e.gndDelta[i]!
+    const vccOn = this.vccOn
+    for (let i = 0; i < e.vccNodes.length; i++) vccOn[e.vccNodes[i]!]! += e.vccDelta[i]!
+    const onMask = this.onMask
+    for (let i = 0; i < e.maskNodes.length; i++) onMask[e.maskNodes[i]!]! ^= e.maskXor[i]!
     this.h1 = e.h1
     this.h2 = e.h2
     this.h3 = e.h3
