@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest"
 import {
   EngineStateError,
   makeSimulator,
+  makeSimulatorFromNetlist,
   META,
   NetlistMissing,
   NODE_GROUPS,
@@ -128,6 +129,14 @@ describe.skipIf(!haveNetlist)("Simulator", () => {
     expect(() => sim.step({ machine: bad({ version: 2 as 1 }), halfCycles: 1 })).toThrow(EngineStateError)
     expect(new StepLimitExceeded(1, 0, false).status).toBe(422)
     expect(new EngineStateError("x").status).toBe(400)
+  })
+
+  it("returns the same machine with the half-cycle memo on or off", () => {
+    const plain = makeSimulatorFromNetlist(simulator().netlist, { memo: false })
+    const boot = bootArith()
+    const a = simulator().step({ machine: boot.machine, halfCycles: 30_000 })
+    const b = plain.step({ machine: boot.machine, halfCycles: 30_000 })
+    expect(a).toEqual(b)
   })
 
   it("does not leak state between requests", () => {
