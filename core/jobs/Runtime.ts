@@ -203,7 +203,7 @@ export class JobsRuntime {
     let policy: RetryPolicy = { max_retries: lim.max_retries, retry_on: lim.retry_on, no_retry_on: lim.no_retry_on }
     if (policyInput !== undefined) {
       const p = Schema.decodeUnknownEither(RetryPolicyInput)(policyInput, { errors: "all" })
-      if (Either.isLeft(p)) problems.push(formatIssues(p.left).replace(/^|; /g, (m) => `${m}retry_policy.`).replace("retry_policy.(body)", "retry_policy"))
+      if (Either.isLeft(p)) problems.push(formatIssues(p.left, "retry_policy"))
       else policy = { ...policy, ...p.right }
     }
     const base: Job = {

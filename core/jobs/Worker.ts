@@ -61,10 +61,16 @@ export const classify = (e: unknown): { kind: JobErrorKind; message: string; ret
   return { kind: "INTERNAL_ERROR", message }
 }
 
-/** Formats Schema parse issues as `field.path: message; ...` (used for VALIDATION_ERROR messages). */
-export const formatIssues = (error: import("effect/ParseResult").ParseError): string =>
+/**
+ * Formats Schema parse issues as `field.path: message; ...` (VALIDATION_ERROR messages); paths
+ * start with `prefix` when given; an issue about the whole value is named `prefix` or `(body)`.
+ */
+export const formatIssues = (error: import("effect/ParseResult").ParseError, prefix?: string): string =>
   ArrayFormatter.formatErrorSync(error)
-    .map((i) => `${i.path.length > 0 ? i.path.join(".") : "(body)"}: ${i.message}`)
+    .map((i) => {
+      const p = [...(prefix ? [prefix] : []), ...i.path.map(String)]
+      return `${p.length > 0 ? p.join(".") : "(body)"}: ${i.message}`
+    })
     .join("; ")
 
 /** Runs delivered jobs; one per process. */
