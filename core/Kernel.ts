@@ -16,7 +16,7 @@ import type { LoadedConfig } from "./Config.ts"
 import { ConfigError, ConfigErrors, issuesToErrors, loadConfig, parseConfig, PluginEntry } from "./Config.ts"
 import * as Logging from "./Logging.ts"
 import { mcpRoutes } from "./Mcp.ts"
-import type { Contributions, ListenerInfo, PluginDefinition } from "./Plugin.ts"
+import type { BootMode, Contributions, ListenerInfo, PluginDefinition } from "./Plugin.ts"
 import { isPluginDefinition } from "./Plugin.ts"
 import { DuplicateContribution, Registry } from "./Registry.ts"
 import type { MountedRoute } from "./Server.ts"
@@ -157,7 +157,7 @@ const locateError = (loaded: LoadedConfig, p: ReadonlyArray<PropertyKey>, detail
  * Boots the plugins of a loaded config inside the current scope (resources live until it closes).
  * Fails with `BootError`, `ConfigErrors` or `DuplicateContribution`.
  */
-export const boot = (loaded: LoadedConfig): Effect.Effect<Kernel, BootError | ConfigErrors | DuplicateContribution, Scope.Scope> =>
+export const boot = (loaded: LoadedConfig, mode: BootMode = "serve"): Effect.Effect<Kernel, BootError | ConfigErrors | DuplicateContribution, Scope.Scope> =>
   Effect.gen(function* () {
     const { config } = loaded
     const dataDir = path.resolve(loaded.dir, config.data_dir)
@@ -229,6 +229,7 @@ export const boot = (loaded: LoadedConfig): Effect.Effect<Kernel, BootError | Co
       fs.mkdirSync(pluginDir, { recursive: true })
       const exit = yield* c.def.setup({
         name: c.name,
+        mode,
         config: decodedConfigs.get(c.name),
         dataDir: pluginDir,
         listener: c.listener,
@@ -355,7 +356,7 @@ export const startPlatform = async (options: { yaml?: string; file?: string; cwd
 export const inspect = async (options: { file?: string; cwd?: string }): Promise<Kernel> => {
   const loaded = await loadConfig({ path: options.file, cwd: options.cwd })
   const exit = await Effect.runPromiseExit(
-    Effect.scoped(boot(loaded)).pipe(Effect.provide(Logging.layer({ level: process.env.PLATFORM_LOG_LEVEL ?? "error", format: loaded.config.log.format })))
+    Effect.scoped(boot(loaded, "inspect")).pipe(Effect.provide(Logging.layer({ level: process.env.PLATFORM_LOG_LEVEL ?? "error", format: loaded.config.log.format })))
   )
   if (Exit.isFailure(exit)) throw Cause.squash(exit.cause)
   return exit.value

@@ -26,9 +26,17 @@ export interface ListenerInfo {
   readonly url: string
 }
 
+/**
+ * Why the kernel boots: `serve` (listeners open), `worker` (no listener; background work only,
+ * `platform worker`), `inspect` (CLI inspection: `plugins list`, `routes`, `config validate`;
+ * nothing is served or started, so a plugin must not take exclusive resources then).
+ */
+export type BootMode = "serve" | "worker" | "inspect"
+
 /** What the kernel hands a plugin's `setup`. */
 export interface PluginContext<C> {
   readonly name: string
+  readonly mode: BootMode
   readonly config: C
   /** `<data_dir>/<plugin name>`, created before `setup` runs. */
   readonly dataDir: string

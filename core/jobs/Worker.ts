@@ -300,7 +300,11 @@ export const queueTimedOut = (job: Job, at: string, queueTimeoutS: number): Job 
 /** Resolves/rejects with `p`, or rejects with the signal's reason as soon as it aborts. */
 const raceAbort = <A>(p: Promise<A>, signal: AbortSignal): Promise<A> =>
   new Promise<A>((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason)
+    if (signal.aborted) {
+      // The handler was already started; its own rejection must not go unhandled.
+      p.catch(() => {})
+      return reject(signal.reason)
+    }
     const onAbort = () => reject(signal.reason)
     signal.addEventListener("abort", onAbort, { once: true })
     p.then(

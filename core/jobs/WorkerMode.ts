@@ -41,7 +41,7 @@ export const runWorkers = async (
   const logger = Logging.layer(loaded.config.log)
   const exit = await Effect.runPromiseExit(
     Effect.gen(function*() {
-      const kernel = yield* boot(loaded)
+      const kernel = yield* boot(loaded, "worker")
       if (!kernel.plugins.some((p) => p.name === "jobs" && p.status === "running")) {
         return yield* Effect.fail(new Error("platform worker: plugin jobs is not enabled or not running"))
       }

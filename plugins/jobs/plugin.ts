@@ -53,6 +53,14 @@ export default definePlugin({
           }),
         catch: (e) => new PluginBootError({ reason: `files: ${(e as Error).message}` })
       })
+      if (ctx.mode === "inspect") {
+        // Inspection must not take the store's lock from a running `platform serve`: declare the
+        // routes over a runtime that is never opened (no listener serves them in this mode).
+        return {
+          routes: role === "worker" ? [] : routes(undefined as unknown as JobsRuntime, files, { maxUploadBytes: ctx.config.files.max_upload_bytes, heartbeatMs: ctx.config.events_heartbeat_s * 1000 }),
+          status: () => ({ backend: ctx.config.backend, role, workers: ctx.config.workers, job_types: registry.ids() })
+        }
+      }
       const rt = yield* Effect.acquireRelease(
         Effect.tryPromise({
           try: () =>
