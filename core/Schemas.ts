@@ -37,9 +37,18 @@ const pascal = (s: string) => s.replace(/(^|[-_.])([a-z0-9])/g, (_, __, c: strin
 /** Renders one config JSON Schema as a markdown table of its top-level (and nested object) keys. */
 const referenceRows = (schema: Json, prefix: string, defs: Json, depth = 0): Array<string> => {
   const resolve = (s: Json): Json => {
-    if (typeof s.$ref === "string") return resolve((defs[s.$ref.replace("#/$defs/", "")] ?? {}) as Json)
+    if (typeof s.$ref === "string") {
+      const { $ref, ...rest } = s
+      return { ...resolve((defs[($ref as string).replace("#/$defs/", "")] ?? {}) as Json), ...rest }
+    }
+    if (Array.isArray(s.allOf) && s.allOf.length === 1) {
+      const { allOf, ...rest } = s
+      return { ...resolve(allOf[0] as Json), ...rest }
+    }
     return s
   }
+  // Effect's built-in refinements describe themselves ("an integer"); those say nothing here.
+  const generic = /^(an? (integer|number|string|positive number|non-negative number)|an array of .*)$/
   const obj = resolve(schema)
   const props = (obj.properties ?? {}) as Record<string, Json>
   const required = new Set((obj.required ?? []) as Array<string>)
@@ -50,11 +59,28 @@ const referenceRows = (schema: Json, prefix: string, defs: Json, depth = 0): Arr
     const type = s.enum ? (s.enum as Array<unknown>).map((v) => JSON.stringify(v)).join(" \\| ")
       : s.anyOf ? (s.anyOf as Array<Json>).map((x) => (resolve(x).enum ? (resolve(x).enum as Array<unknown>).map((v) => JSON.stringify(v)).join(" \\| ") : resolve(x).type ?? "object")).join(" \\| ")
       : items ? `${items.type ?? "object"}[]` : String(s.type ?? "object")
-    const desc = String(s.description ?? s.title ?? "").replace(/\n/g, " ").replace(/\|/g, "\\|")
+    const described = [raw.description, s.description].find((d) => typeof d === "string" && !generic.test(d))
+    const desc = String(described ?? "").replace(/\n/g, " ").replace(/\|/g, "\\|")
     rows.push(`| \`${prefix}${k}\` | ${type} | ${required.has(k) ? "yes" : "no"} | ${desc} |`)
     if (depth < 3) {
       if (s.type === "object" && s.properties) rows.push(...referenceRows(s, `${prefix}${k}.`, defs, depth + 1))
-      if (items && items.properties) rows.push(...referenceRows(items, `${prefix}${k}[].`, defs, depth + 1))
+      // A list of a union (e.g. engine kinds): document every variant's keys once.
+      const variants = items ? (Array.isArray(items.anyOf) ? (items.anyOf as Array<Json>).map(resolve) : [items]) : []
+      const seen = new Set<string>()
+      for (const v of variants) {
+        if (!v.properties) continue
+        for (const row of referenceRows(v, `${prefix}${k}[].`, defs, depth + 1)) {
+          const [key, type] = row.split(" | ")
+          const at = rows.findIndex((r) => r.startsWith(`${key} | `))
+          if (!seen.has(key!) || at < 0) rows.push(row)
+          else if (!rows[at]!.split(" | ")[1]!.split(" \\| ").includes(type!)) {
+            const cells = rows[at]!.split(" | ")
+            cells[1] = `${cells[1]} \\| ${type}`
+            rows[at] = cells.join(" | ")
+          }
+          seen.add(key!)
+        }
+      }
     }
   }
   return rows
