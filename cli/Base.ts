@@ -18,6 +18,12 @@ export const configFlag = Flags.string({
 export abstract class PlatformCommand extends Command {
   static enableJsonFlag = true
 
+  /** `--json` errors carry the message (oclif's default keeps only the exit code). */
+  protected toErrorJson(err: unknown): unknown {
+    const e = err as Error & { oclif?: { exit?: number } }
+    return { error: { message: e.message, exit: e.oclif?.exit ?? 1 } }
+  }
+
   protected fail(error: unknown): never {
     if (error instanceof ConfigErrors || error instanceof ConfigError || error instanceof BootError || error instanceof DuplicateContribution) {
       this.error(error.message, { exit: 1 })

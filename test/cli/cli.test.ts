@@ -31,10 +31,12 @@ describe("platform CLI", () => {
     const r = await run(["config", "validate", "--config", file])
     expect(r.code).toBe(1)
     expect(r.stderr).toContain("platform.yaml:3:11 listeners[0].port: expected")
+    const json = await run(["config", "validate", "--config", file, "--json"])
+    expect(JSON.parse(json.stdout).error.message).toContain("platform.yaml:3:11 listeners[0].port")
   })
 
   it("config show redacts secrets and interpolates the environment (--json)", async () => {
-    const file = tmpConfig("listeners:\n  - { name: main, port: ${P:-1234} }\nplugins:\n  x:\n    enabled: false\n    api_key: ${KEY}\n")
+    const file = tmpConfig("listeners:\n  - name: main\n    port: ${P:-1234}\nplugins:\n  x:\n    enabled: false\n    api_key: ${KEY}\n")
     const r = await run(["config", "show", "--config", file, "--json"], { KEY: "s3cret" })
     expect(r.code).toBe(0)
     const shown = JSON.parse(r.stdout)
