@@ -29,7 +29,7 @@ export const MAX_SETTLE_PASSES = 100
 
 /**
  * Bounds of the half-cycle memo: recorded settles per generation (two generations are kept,
- * about 1.5 KB each), and fingerprints remembered as seen once.
+ * a few hundred bytes each), and fingerprints remembered as seen once.
  */
 export const MEMO_ENTRIES_MAX = 8192
 export const MEMO_SEEN_MAX = 1 << 16
@@ -44,20 +44,16 @@ const MEMO_BACKOFF_MIN = 16384
 const MEMO_BACKOFF_MAX = 1 << 18
 
 /**
- * A recorded settle: fingerprint check words, net node and transistor flips, the resulting
- * net changes of the per-node caches (rail counts, conduction masks), end fingerprint.
+ * A recorded settle: fingerprint check words, the nodes whose level flipped (net), end
+ * fingerprint. Transistor flips are not stored: a settle is recorded only when its net
+ * transistor flips are exactly those gated by the flipped nodes (always, for states whose
+ * transistors conduct as their gates say), so replay re-derives them and keeps entries small;
+ * replay is memory-bound, and this keeps a loop's entries in cache.
  */
 interface MemoEntry {
   readonly k2: number
   readonly k3: number
   readonly nodes: Uint16Array
-  readonly trans: Uint16Array
-  readonly gndNodes: Uint16Array
-  readonly gndDelta: Int16Array
-  readonly vccNodes: Uint16Array
-  readonly vccDelta: Int16Array
-  readonly maskNodes: Uint16Array
-  readonly maskXor: Int32Array
   readonly h1: number
   readonly h2: number
   readonly h3: number
@@ -335,6 +331,8 @@ export class Chip {
   private recTrans: Array<number> = []
   private recTransWas: Array<number> = []
   private recTransStamp: Int32Array
+  /** Conduction of each recorded transistor before the recorded settle. */
+  private recTransOrig: Uint8Array
   /** Memo hits and misses since construction (bench, tests). */
   memoHits = 0
   memoMisses = 0
@@ -368,6 +366,7 @@ export class Chip {
     this.stackNode = new Int32Array(nn + 1)
     this.recStamp = new Int32Array(nn)
     this.recTransStamp = new Int32Array(tables.transistorCount)
+    this.recTransOrig = new Uint8Array(tables.transistorCount)
   }
 
   /** Replaces the electrical state with copies of `s` (lengths must match the netlist). */
@@ -602,7 +601,10 @@ export class Chip {
     }
     if (pin >= 0) this.setPin(pin, level)
     else this.driveData(byte)
-    if (record) this.memoStore(key, this.stopRecording(k2, k3))
+    if (record) {
+      const entry = this.stopRecording(k2, k3)
+      if (entry !== undefined) this.memoStore(key, entry)
+    }
   }
 
   private memoStore(key: number, e: MemoEntry): void {
@@ -635,50 +637,31 @@ export class Chip {
     this.recTransWas.length = 0
   }
 
-  private stopRecording(k2: number, k3: number): MemoEntry {
+  /** The recorded settle, or undefined when its transistor flips do not follow its node flips. */
+  private stopRecording(k2: number, k3: number): MemoEntry | undefined {
     this.recording = false
     const t = this.tables
     const nodes: Array<number> = []
+    let gated = 0
     this.recNodes.forEach((n, i) => {
-      if (this.value[n] !== this.recNodeWas[i]) nodes.push(n)
+      if (this.value[n] === this.recNodeWas[i]) return
+      nodes.push(n)
+      gated += t.gateStart[n + 1]! - t.gateStart[n]!
     })
-    const trans: Array<number> = []
-    const gnd = new Map<number, number>()
-    const vcc = new Map<number, number>()
-    const mask = new Map<number, number>()
+    let flipped = 0
     this.recTrans.forEach((tr, i) => {
-      const now = this.transOn[tr]!
-      if (now === this.recTransWas[i]) return
-      trans.push(tr)
-      const kind = t.tKind[tr]!
-      const a = t.tNode1[tr]!
-      if (kind === 1) gnd.set(a, (gnd.get(a) ?? 0) + (now ? 1 : -1))
-      else if (kind === 2) vcc.set(a, (vcc.get(a) ?? 0) + (now ? 1 : -1))
-      else if (kind === 3) {
-        const b = t.tNode2[tr]!
-        mask.set(a, (mask.get(a) ?? 0) ^ t.tBit1[tr]!)
-        mask.set(b, (mask.get(b) ?? 0) ^ t.tBit2[tr]!)
-      }
+      if (this.transOn[tr] !== this.recTransWas[i]) flipped++
     })
-    const pairs = (m: Map<number, number>) => [...m].filter(([, d]) => d !== 0)
-    const g = pairs(gnd)
-    const v = pairs(vcc)
-    const k = pairs(mask)
-    return {
-      k2,
-      k3,
-      nodes: Uint16Array.from(nodes),
-      trans: Uint16Array.from(trans),
-      gndNodes: Uint16Array.from(g, (e) => e[0]),
-      gndDelta: Int16Array.from(g, (e) => e[1]),
-      vccNodes: Uint16Array.from(v, (e) => e[0]),
-      vccDelta: Int16Array.from(v, (e) => e[1]),
-      maskNodes: Uint16Array.from(k, (e) => e[0]),
-      maskXor: Int32Array.from(k, (e) => e[1]),
-      h1: this.h1,
-      h2: this.h2,
-      h3: this.h3
+    // The net flips must be exactly the transistors gated by the flipped nodes: as many, and
+    // each of those recorded as flipped.
+    if (flipped !== gated) return undefined
+    for (const n of nodes) {
+      for (let k = t.gateStart[n]!; k < t.gateStart[n + 1]!; k++) {
+        const tr = t.gateT[k]!
+        if (this.recTransStamp[tr] !== this.recGen || this.transOn[tr] === this.recTransOrig[tr]) return undefined
+      }
     }
+    return { k2, k3, nodes: Uint16Array.from(nodes), h1: this.h1, h2: this.h2, h3: this.h3 }
   }
 
   /** Applies a recorded settle: the drive, then the net flips; same end state as simulating. */
@@ -688,18 +671,38 @@ export class Chip {
       const db = this.tables.pins.db
       for (let i = 0; i < 8; i++) this.drive(db[i]!, (byte >> i) & 1)
     }
+    const t = this.tables
     const value = this.value
-    const nodes = e.nodes
-    for (let i = 0; i < nodes.length; i++) value[nodes[i]!]! ^= 1
     const transOn = this.transOn
-    const trans = e.trans
-    for (let i = 0; i < trans.length; i++) transOn[trans[i]!]! ^= 1
     const gndOn = this.gndOn
-    for (let i = 0; i < e.gndNodes.length; i++) gndOn[e.gndNodes[i]!]! += e.gndDelta[i]!
     const vccOn = this.vccOn
-    for (let i = 0; i < e.vccNodes.length; i++) vccOn[e.vccNodes[i]!]! += e.vccDelta[i]!
     const onMask = this.onMask
-    for (let i = 0; i < e.maskNodes.length; i++) onMask[e.maskNodes[i]!]! ^= e.maskXor[i]!
+    const gateStart = t.gateStart
+    const gateT = t.gateT
+    const tKind = t.tKind
+    const tNode1 = t.tNode1
+    const tNode2 = t.tNode2
+    const tBit1 = t.tBit1
+    const tBit2 = t.tBit2
+    const nodes = e.nodes
+    for (let i = 0; i < nodes.length; i++) {
+      const n = nodes[i]!
+      const nv = value[n]! ^ 1
+      value[n] = nv
+      const delta = nv ? 1 : -1
+      for (let k = gateStart[n]!, end = gateStart[n + 1]!; k < end; k++) {
+        const tr = gateT[k]!
+        transOn[tr] = nv
+        const kind = tKind[tr]!
+        if (kind === 0) continue
+        if (kind === 1) gndOn[tNode1[tr]!]! += delta
+        else if (kind === 2) vccOn[tNode1[tr]!]! += delta
+        else {
+          onMask[tNode1[tr]!]! ^= tBit1[tr]!
+          onMask[tNode2[tr]!]! ^= tBit2[tr]!
+        }
+      }
+    }
     this.h1 = e.h1
     this.h2 = e.h2
     this.h3 = e.h3
@@ -835,6 +838,7 @@ export class Chip {
         this.recTransStamp[tr] = this.recGen
         this.recTrans.push(tr)
         this.recTransWas.push(nv ^ 1)
+        this.recTransOrig[tr] = nv ^ 1
       }
       transOn[tr] = nv
       if (hashing) {
