@@ -121,6 +121,21 @@ export interface ChipTables {
   readonly zPulldown: Int32Array
   readonly zTrans: Int32Array
   readonly zData: Int32Array
+  /**
+   * What a level change of node n does to the per-node caches when every transistor it gates
+   * switches with it (the usual case, see Chip.consistent): ground/power counts of the nodes in
+   * effGnd/effVcc change by one each (a node appears once per transistor), the nodes in
+   * effMaskNode toggle bit effMaskBit of their conduction mask; zGate is the XOR of the
+   * Zobrist keys of n's gated transistors.
+   */
+  readonly effGndStart: Int32Array
+  readonly effGnd: Int32Array
+  readonly effVccStart: Int32Array
+  readonly effVcc: Int32Array
+  readonly effMaskStart: Int32Array
+  readonly effMaskNode: Int32Array
+  readonly effMaskBit: Int32Array
+  readonly zGate: Int32Array
 }
 
 const csr = (n: number, lists: ReadonlyArray<ReadonlyArray<number>>): [Int32Array, Int32Array] => {
@@ -226,6 +241,29 @@ export const makeTables = (netlist: Netlist): ChipTables => {
     return seed | 0
   }
   const keys = (n: number) => Int32Array.from({ length: n * 3 }, rnd)
+  const zTrans = keys(nt)
+  const effGnd: Array<Array<number>> = Array.from({ length: nn }, () => [])
+  const effVcc: Array<Array<number>> = Array.from({ length: nn }, () => [])
+  const effMaskN: Array<Array<number>> = Array.from({ length: nn }, () => [])
+  const effMaskB: Array<Array<number>> = Array.from({ length: nn }, () => [])
+  const zGate = new Int32Array(nn * 3)
+  for (let n = 0; n < nn; n++) {
+    for (const t of gates[n]!) {
+      zGate[n * 3] ^= zTrans[t * 3]!
+      zGate[n * 3 + 1] ^= zTrans[t * 3 + 1]!
+      zGate[n * 3 + 2] ^= zTrans[t * 3 + 2]!
+      if (tKind[t] === 1) effGnd[n]!.push(tNode1[t]!)
+      else if (tKind[t] === 2) effVcc[n]!.push(tNode1[t]!)
+      else if (tKind[t] === 3) {
+        effMaskN[n]!.push(tNode1[t]!, tNode2[t]!)
+        effMaskB[n]!.push(tBit1[t]!, tBit2[t]!)
+      }
+    }
+  }
+  const [effGndStart, effGndF] = csr(nn, effGnd)
+  const [effVccStart, effVccF] = csr(nn, effVcc)
+  const [effMaskStart, effMaskNodeF] = csr(nn, effMaskN)
+  const [, effMaskBitF] = csr(nn, effMaskB)
   const ids = (prefix: string, k: number) => Int32Array.from({ length: k }, (_, i) => nodeId(netlist, `${prefix}${i}`))
   return {
     netlist,
@@ -253,8 +291,16 @@ export const makeTables = (netlist: Netlist): ChipTables => {
     zValue: keys(nn),
     zPullup: keys(nn),
     zPulldown: keys(nn),
-    zTrans: keys(nt),
+    zTrans,
     zData: keys(256),
+    effGndStart,
+    effGnd: effGndF,
+    effVccStart,
+    effVcc: effVccF,
+    effMaskStart,
+    effMaskNode: effMaskNodeF,
+    effMaskBit: effMaskBitF,
+    zGate,
     pins: {
       clk0: nodeId(netlist, "clk0"),
       res: nodeId(netlist, "res"),
@@ -314,6 +360,12 @@ export class Chip {
   /** Walk stack: nnStart offset of each node on the path and its not yet followed channels. */
   private stackNode: Int32Array
 
+  /**
+   * Every transistor conducts exactly when its gate is high. Settling keeps this true, so it is
+   * decided when a state is loaded; while it holds, a node's change switches all its gated
+   * transistors and the caches follow from the static effect lists of ChipTables.
+   */
+  private consistent = true
   /** 96-bit fingerprint of (value, pullup, pulldown, transOn); see ChipTables.zValue. */
   private h1 = 0
   private h2 = 0
@@ -432,6 +484,14 @@ export class Chip {
 
   private resetCaches(): void {
     const t = this.tables
+    const gate = t.netlist.gate
+    this.consistent = true
+    for (let i = 0; i < t.transistorCount; i++) {
+      if (this.transOn[i] !== this.value[gate[i]!]) {
+        this.consistent = false
+        break
+      }
+    }
     this.recStamp.fill(0)
     this.recTransStamp.fill(0)
     this.recGen = 0
@@ -648,6 +708,7 @@ export class Chip {
       nodes.push(n)
       gated += t.gateStart[n + 1]! - t.gateStart[n]!
     })
+    if (this.consistent) return { k2, k3, nodes: Uint16Array.from(nodes), h1: this.h1, h2: this.h2, h3: this.h3 }
     let flipped = 0
     this.recTrans.forEach((tr, i) => {
       if (this.transOn[tr] !== this.recTransWas[i]) flipped++
@@ -671,37 +732,10 @@ export class Chip {
       const db = this.tables.pins.db
       for (let i = 0; i < 8; i++) this.drive(db[i]!, (byte >> i) & 1)
     }
-    const t = this.tables
-    const value = this.value
-    const transOn = this.transOn
-    const gndOn = this.gndOn
-    const vccOn = this.vccOn
-    const onMask = this.onMask
-    const gateStart = t.gateStart
-    const gateT = t.gateT
-    const tKind = t.tKind
-    const tNode1 = t.tNode1
-    const tNode2 = t.tNode2
-    const tBit1 = t.tBit1
-    const tBit2 = t.tBit2
     const nodes = e.nodes
     for (let i = 0; i < nodes.length; i++) {
       const n = nodes[i]!
-      const nv = value[n]! ^ 1
-      value[n] = nv
-      const delta = nv ? 1 : -1
-      for (let k = gateStart[n]!, end = gateStart[n + 1]!; k < end; k++) {
-        const tr = gateT[k]!
-        transOn[tr] = nv
-        const kind = tKind[tr]!
-        if (kind === 0) continue
-        if (kind === 1) gndOn[tNode1[tr]!]! += delta
-        else if (kind === 2) vccOn[tNode1[tr]!]! += delta
-        else {
-          onMask[tNode1[tr]!]! ^= tBit1[tr]!
-          onMask[tNode2[tr]!]! ^= tBit2[tr]!
-        }
-      }
+      this.switchGates(n, this.value[n]! ^ 1)
     }
     this.h1 = e.h1
     this.h2 = e.h2
@@ -814,6 +848,23 @@ export class Chip {
    */
   private change(n: number, nv: number, next: Int32Array, nextCount: number, gen: number): number {
     const t = this.tables
+    if (this.consistent) {
+      if (this.recording && this.recStamp[n] !== this.recGen) {
+        this.recStamp[n] = this.recGen
+        this.recNodes.push(n)
+        this.recNodeWas.push(nv ^ 1)
+      }
+      this.switchGates(n, nv)
+      if (this.memoActive) {
+        const z = t.zValue
+        const g = t.zGate
+        const k = n * 3
+        this.h1 ^= z[k]! ^ g[k]!
+        this.h2 ^= z[k + 1]! ^ g[k + 1]!
+        this.h3 ^= z[k + 2]! ^ g[k + 2]!
+      }
+      return this.queueDeps(n, nv, next, nextCount, gen)
+    }
     const transOn = this.transOn
     const gateT = t.gateT
     const gateStart = t.gateStart
@@ -869,6 +920,35 @@ export class Chip {
       this.h2 ^= x2 ^ z[n * 3 + 1]!
       this.h3 ^= x3 ^ z[n * 3 + 2]!
     }
+    return this.queueDeps(n, nv, next, nextCount, gen)
+  }
+
+  /**
+   * Sets node n to nv and switches every transistor it gates, updating the caches from the
+   * static effect lists (valid while the state is consistent, and for recorded replays).
+   */
+  private switchGates(n: number, nv: number): void {
+    const t = this.tables
+    this.value[n] = nv
+    const transOn = this.transOn
+    const gateT = t.gateT
+    for (let k = t.gateStart[n]!, end = t.gateStart[n + 1]!; k < end; k++) transOn[gateT[k]!] = nv
+    const delta = nv ? 1 : -1
+    const gndOn = this.gndOn
+    const effGnd = t.effGnd
+    for (let k = t.effGndStart[n]!, end = t.effGndStart[n + 1]!; k < end; k++) gndOn[effGnd[k]!]! += delta
+    const vccOn = this.vccOn
+    const effVcc = t.effVcc
+    for (let k = t.effVccStart[n]!, end = t.effVccStart[n + 1]!; k < end; k++) vccOn[effVcc[k]!]! += delta
+    const onMask = this.onMask
+    const mn = t.effMaskNode
+    const mb = t.effMaskBit
+    for (let k = t.effMaskStart[n]!, end = t.effMaskStart[n + 1]!; k < end; k++) onMask[mn[k]!]! ^= mb[k]!
+  }
+
+  /** Queues the dependants of node n's change to nv for the next pass; returns the queue length. */
+  private queueDeps(n: number, nv: number, next: Int32Array, nextCount: number, gen: number): number {
+    const t = this.tables
     let ds = t.depOffStart
     let dl = t.depOff
     if (nv) {
