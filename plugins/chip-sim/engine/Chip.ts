@@ -59,6 +59,28 @@ interface MemoEntry {
   readonly h3: number
 }
 
+/**
+ * Span of a macro, in half-cycles: a run of half-cycles from a recurring state, stored as its
+ * bus traffic (reads to check, writes to redo, opcode fetches) and its net node flips; replayed
+ * whole when every read finds the same byte. Macros per generation (two kept) are bounded too.
+ */
+export const MACRO_HALF_CYCLES = 32
+export const MACRO_ENTRIES_MAX = 4096
+
+/** A recorded run of MACRO_HALF_CYCLES half-cycles (see Chip.runHalfCycles). */
+interface Macro {
+  readonly k2: number
+  readonly k3: number
+  /** Bus events in order, as triples: kind (0 read, 1 write, 2 fetch row), address, byte. */
+  readonly events: Int32Array
+  readonly nodes: Uint16Array
+  /** Final pull-up, pull-down of clk0 and db0..db7, in that order. */
+  readonly pulls: Uint8Array
+  readonly h1: number
+  readonly h2: number
+  readonly h3: number
+}
+
 /** Node ids the engine drives or reads, resolved from `nodenames.js`. */
 export interface PinIds {
   readonly clk0: number
@@ -387,6 +409,20 @@ export class Chip {
   private recTransOrig: Uint8Array
   /** Memo hits and misses since construction (bench, tests). */
   memoHits = 0
+  /** Half-cycles advanced by macro replays since construction (bench, tests). */
+  macroHalfCycles = 0
+  private macros = new Map<number, Macro>()
+  private macrosOld = new Map<number, Macro>()
+  private macroRec = false
+  private macroKey = 0
+  private macroK2 = 0
+  private macroK3 = 0
+  private macroLen = 0
+  private macroEvents: Array<number> = []
+  private macroNodes: Array<number> = []
+  private macroStamp: Int32Array
+  private macroOrig: Uint8Array
+  private macroGen = 0
   memoMisses = 0
   private readonly memoEnabled: boolean
   /** Whether fingerprints are kept and the memo consulted; speed only, never results. */
@@ -419,6 +455,8 @@ export class Chip {
     this.recStamp = new Int32Array(nn)
     this.recTransStamp = new Int32Array(tables.transistorCount)
     this.recTransOrig = new Uint8Array(tables.transistorCount)
+    this.macroStamp = new Int32Array(nn)
+    this.macroOrig = new Uint8Array(nn)
   }
 
   /** Replaces the electrical state with copies of `s` (lengths must match the netlist). */
@@ -445,6 +483,9 @@ export class Chip {
     this.memo.clear()
     this.memoOld.clear()
     this.seen.clear()
+    this.macros.clear()
+    this.macrosOld.clear()
+    this.macroRec = false
     this.memoActive = this.memoEnabled
     this.memoBackoff = MEMO_BACKOFF_MIN
     this.memoWindow = 0
@@ -484,6 +525,7 @@ export class Chip {
 
   private resetCaches(): void {
     const t = this.tables
+    this.macroRec = false
     const gate = t.netlist.gate
     this.consistent = true
     for (let i = 0; i < t.transistorCount; i++) {
@@ -594,8 +636,148 @@ export class Chip {
     this.memoSettle(p.clk0, wasHigh ? 0 : 1, -1)
     if (wasHigh) return
     const addr = this.readBits(p.ab)
-    if (this.value[p.rw]) this.memoSettle(-1, 0, memory[addr]!)
-    else memory[addr] = this.readBits(p.db)
+    if (this.value[p.rw]) {
+      const byte = memory[addr]!
+      if (this.macroRec) this.macroEvents.push(0, addr, byte)
+      this.memoSettle(-1, 0, byte)
+    } else {
+      const byte = this.readBits(p.db)
+      if (this.macroRec) this.macroEvents.push(1, addr, byte)
+      memory[addr] = byte
+    }
+  }
+
+  /**
+   * Runs `n` half-cycles (as many {@link halfStep}s) and returns the last opcode-fetch row met
+   * (`sync` high, `clk0` low) as `{addr, opcode = memory[addr]}`, or null.
+   *
+   * Where a state recurs, whole spans of MACRO_HALF_CYCLES half-cycles are replayed: a span
+   * recorded from the same fingerprint applies when each of its reads finds in memory the byte
+   * it found when recorded (its writes are redone in order first, so reads of bytes it wrote
+   * itself check too); otherwise the memory is restored and the half-cycles are simulated.
+   * Same end state, memory and fetch as stepping one by one.
+   */
+  runHalfCycles(memory: Uint8Array, n: number): { addr: number; opcode: number } | null {
+    const p = this.tables.pins
+    let last: { addr: number; opcode: number } | null = null
+    let done = 0
+    while (done < n) {
+      if (!this.macroRec && this.memoActive && this.consistent && n - done >= MACRO_HALF_CYCLES) {
+        const key = this.h1 & 0x3fffffff
+        let m = this.macros.get(key)
+        if (m === undefined) {
+          m = this.macrosOld.get(key)
+          if (m !== undefined) this.macroStore(key, m)
+        }
+        if (m !== undefined && m.k2 === this.h2 && m.k3 === this.h3) {
+          const fetch = this.applyMacro(memory, m)
+          if (fetch !== undefined) {
+            if (fetch !== null) last = fetch
+            done += MACRO_HALF_CYCLES
+            continue
+          }
+        } else if (m === undefined && this.memo.has(key)) this.startMacro(key)
+      }
+      this.halfStep(memory)
+      done++
+      if (this.value[p.sync] && !this.value[p.clk0]) {
+        const addr = this.readBits(p.ab)
+        last = { addr, opcode: memory[addr]! }
+        if (this.macroRec) this.macroEvents.push(2, addr, 0)
+      }
+      if (this.macroRec && ++this.macroLen === MACRO_HALF_CYCLES) this.finishMacro()
+    }
+    // A span cut short by the end of the run is dropped.
+    this.macroRec = false
+    return last
+  }
+
+  private startMacro(key: number): void {
+    this.macroRec = true
+    this.macroKey = key
+    this.macroK2 = this.h2
+    this.macroK3 = this.h3
+    this.macroLen = 0
+    this.macroEvents = []
+    this.macroNodes = []
+    if (++this.macroGen > 0x3fffffff) {
+      this.macroStamp.fill(0)
+      this.macroGen = 1
+    }
+  }
+
+  private finishMacro(): void {
+    this.macroRec = false
+    // The fingerprint must have been kept throughout and the state stayed consistent.
+    if (!this.memoActive || !this.consistent) return
+    const p = this.tables.pins
+    const nodes = this.macroNodes.filter((n) => this.value[n] !== this.macroOrig[n])
+    const pins = [p.clk0, ...p.db]
+    const pulls = new Uint8Array(pins.length * 2)
+    pins.forEach((node, i) => {
+      pulls[i * 2] = this.pullup[node]!
+      pulls[i * 2 + 1] = this.pulldown[node]!
+    })
+    this.macroStore(this.macroKey, {
+      k2: this.macroK2,
+      k3: this.macroK3,
+      events: Int32Array.from(this.macroEvents),
+      nodes: Uint16Array.from(nodes),
+      pulls,
+      h1: this.h1,
+      h2: this.h2,
+      h3: this.h3
+    })
+  }
+
+  private macroStore(key: number, m: Macro): void {
+    if (this.macros.size >= MACRO_ENTRIES_MAX) {
+      this.macrosOld = this.macros
+      this.macros = new Map()
+    }
+    this.macros.set(key, m)
+  }
+
+  /**
+   * Replays a macro if its reads hold: returns the last fetch row in it (or null), or
+   * undefined with memory untouched when a read finds another byte.
+   */
+  private applyMacro(memory: Uint8Array, m: Macro): { addr: number; opcode: number } | null | undefined {
+    const ev = m.events
+    const undoAddr: Array<number> = []
+    const undoByte: Array<number> = []
+    let last: { addr: number; opcode: number } | null = null
+    for (let i = 0; i < ev.length; i += 3) {
+      const kind = ev[i]!
+      const addr = ev[i + 1]!
+      if (kind === 0) {
+        if (memory[addr] !== ev[i + 2]) {
+          for (let k = undoAddr.length - 1; k >= 0; k--) memory[undoAddr[k]!] = undoByte[k]!
+          return undefined
+        }
+      } else if (kind === 1) {
+        undoAddr.push(addr)
+        undoByte.push(memory[addr]!)
+        memory[addr] = ev[i + 2]!
+      } else last = { addr, opcode: memory[addr]! }
+    }
+    const value = this.value
+    const nodes = m.nodes
+    for (let i = 0; i < nodes.length; i++) {
+      const n = nodes[i]!
+      this.switchGates(n, value[n]! ^ 1)
+    }
+    const p = this.tables.pins
+    for (let i = 0; i < 9; i++) {
+      const node = i === 0 ? p.clk0 : p.db[i - 1]!
+      this.pullup[node] = m.pulls[i * 2]!
+      this.pulldown[node] = m.pulls[i * 2 + 1]!
+    }
+    this.h1 = m.h1
+    this.h2 = m.h2
+    this.h3 = m.h3
+    this.macroHalfCycles += MACRO_HALF_CYCLES
+    return last
   }
 
   /** Drives `pin` to `level` (pin >= 0), or the data bus with `byte`, and settles, via the memo. */
@@ -929,6 +1111,11 @@ export class Chip {
    */
   private switchGates(n: number, nv: number): void {
     const t = this.tables
+    if (this.macroRec && this.macroStamp[n] !== this.macroGen) {
+      this.macroStamp[n] = this.macroGen
+      this.macroOrig[n] = nv ^ 1
+      this.macroNodes.push(n)
+    }
     this.value[n] = nv
     const transOn = this.transOn
     const gateT = t.gateT

@@ -32,6 +32,25 @@ const replay = (p: GoldenProgram) => {
   return { rows, machine }
 }
 
+/** Same run without trace (span replay allowed), one request per segment: final row and memory. */
+const runPlain = (p: GoldenProgram) => {
+  const sim = simulator()
+  let machine = sim.boot({ memory: image(p), resetVector: p.reset_vector }).machine
+  let result: StepResult | undefined
+  let hc = 0
+  const events = [...p.pin_events].sort((a, b) => a.after_hc - b.after_hc)
+  const pinsAt = (at: number) => Object.fromEntries(events.filter((e) => e.after_hc === at).map((e) => [e.pin, e.level]))
+  let pins = pinsAt(0)
+  while (hc < p.half_cycles) {
+    const stop = Math.min(p.half_cycles, events.find((e) => e.after_hc > hc)?.after_hc ?? Infinity)
+    result = sim.step({ machine, halfCycles: stop - hc, pins })
+    machine = result.machine
+    hc = stop
+    pins = pinsAt(hc)
+  }
+  return { last: rowOf(result!), machine }
+}
+
 describe.skipIf(!haveNetlist)("golden traces", () => {
   for (const p of manifest().programs) {
     it(`${p.name}: ${p.half_cycles} half-cycles, bit for bit, and final memory`, () => {
@@ -48,6 +67,10 @@ describe.skipIf(!haveNetlist)("golden traces", () => {
         const base = parseInt(page, 16) << 8
         expect(Buffer.from(mem.subarray(base, base + 256)).toString("hex"), `page ${page}`).toBe(hex)
       }
+      // untraced, the same machine comes out (spans may be replayed there)
+      const plain = runPlain(p)
+      expect(plain.last).toBe(want[want.length - 1])
+      expect(plain.machine).toEqual(machine)
     })
   }
 })
