@@ -627,8 +627,8 @@ export class Chip {
    *
    * Both settles are memoised: a settle is a function of the whole state (and of the byte
    * driven), so when a state fingerprint recurs (a program idling in a loop) the recorded net
-   * flips of nodes and transistors are replayed instead of re-simulated. A state is recorded the
-   * second time it is seen, so runs that never repeat pay only a set lookup per settle.
+   * flips of nodes and transistors are replayed instead of re-simulated. Settles are recorded
+   * while the memo is on; it switches itself off on runs that do not repeat.
    */
   halfStep(memory: Uint8Array): void {
     const p = this.tables.pins
@@ -833,20 +833,18 @@ export class Chip {
       return
     }
     this.memoMisses++
-    const record = this.seen.has(key)
-    if (!record) {
+    // Recorded at first sight: a loop then replays from its second turn. The seen set only
+    // tells the self-assessment whether misses are states coming round again.
+    if (this.seen.has(key)) this.memoWindowRepeats++
+    else {
       if (this.seen.size >= MEMO_SEEN_MAX) this.seen.clear()
       this.seen.add(key)
-    } else {
-      this.memoWindowRepeats++
-      this.startRecording()
     }
+    this.startRecording()
     if (pin >= 0) this.setPin(pin, level)
     else this.driveData(byte)
-    if (record) {
-      const entry = this.stopRecording(k2, k3)
-      if (entry !== undefined) this.memoStore(key, entry)
-    }
+    const entry = this.stopRecording(k2, k3)
+    if (entry !== undefined) this.memoStore(key, entry)
   }
 
   private memoStore(key: number, e: MemoEntry): void {
