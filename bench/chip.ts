@@ -4,9 +4,9 @@
  *
  * Programs (golden images, no pin events): `irq` counts in a loop of INC/LDA/AND/BNE/JMP,
  * whose chip states recur every few thousand half-cycles once the counter wraps; `arith` ends
- * idling in `JMP *`. Runs are measured twice: as the service runs (half-cycle memo on, so a
- * recurring state is replayed), and with the memo off (every half-cycle settled, the
- * switch-level throughput proper).
+ * idling in `JMP *`. Runs are measured twice: as the service runs (memo on: a state that
+ * recurs is carried forward by replaying a recorded settle or 32-half-cycle span), and with
+ * the memo off (every half-cycle settled, the switch-level throughput proper).
  * `CHIP_BENCH_HALF_CYCLES` sets the long runs' length (default 2,000,000; the memo-off run is a
  * quarter of it); the netlist folder comes from `CHIP_SIM_NETLIST` (default
  * /work/shared/chip-sim/netlist). Run: `node --import tsx bench/chip.ts` or `npm run bench -- chip`.

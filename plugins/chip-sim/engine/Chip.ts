@@ -19,8 +19,10 @@
  *
  * The whole machine state is the four arrays `value`, `pullup`, `pulldown`, `transOn` (see
  * Encoding.ts for their wire form); everything else here is a cache derived from them,
- * including a memo of whole half-cycle settles keyed by a 96-bit fingerprint of that state
- * (see Chip.halfStep), which only changes how fast a repeated state is settled.
+ * including a memo of whole settles and of 32-half-cycle spans keyed by a 96-bit fingerprint
+ * of that state (see Chip.halfStep, Chip.runHalfCycles), which only changes how fast a state
+ * that recurs is carried forward: tests check node for node that results are the same with
+ * the memo on and off.
  */
 import type { Netlist } from "./Netlist.ts"
 
