@@ -678,7 +678,7 @@ export class Chip {
             done += MACRO_HALF_CYCLES
             continue
           }
-        } else if (m === undefined && this.memo.has(key)) this.startMacro(key)
+        } else if (m === undefined) this.startMacro(key)
       }
       this.halfStep(memory)
       done++
