@@ -18,5 +18,8 @@ fi
 
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   echo "setup: installing npm packages"
-  npm ci --no-audit --no-fund --loglevel=error
+  # `npm install`, not `npm ci`: with optional dependencies omitted (.npmrc: the CUDA/Vulkan
+  # builds of llama.cpp), npm 11's `npm ci` refuses the lockfile for the other platforms'
+  # optional packages; `npm install` installs exactly the locked versions and leaves it as is.
+  npm install --no-audit --no-fund --loglevel=error
 fi
