@@ -363,7 +363,24 @@ export class Chip {
   value: Uint8Array
   pullup: Uint8Array
   pulldown: Uint8Array
-  transOn: Uint8Array
+  /**
+   * Transistor conduction. While the state is consistent it is only written back on demand
+   * (transistors conduct as their gates say, so nothing in settling reads it): see transOn.
+   */
+  private trans: Uint8Array
+  private transStale = false
+
+  /** Conduction of every transistor (read-only view; brought up to date first). */
+  get transOn(): Uint8Array {
+    if (this.transStale) {
+      const gate = this.tables.netlist.gate
+      const value = this.value
+      const trans = this.trans
+      for (let i = 0; i < trans.length; i++) trans[i] = value[gate[i]!]!
+      this.transStale = false
+    }
+    return this.trans
+  }
 
   /** Conducting transistors from each node to ground / power: caches of transOn. */
   private gndOn: Int32Array
@@ -443,7 +460,7 @@ export class Chip {
     this.value = new Uint8Array(nn)
     this.pullup = new Uint8Array(nn)
     this.pulldown = new Uint8Array(nn)
-    this.transOn = new Uint8Array(tables.transistorCount)
+    this.trans = new Uint8Array(tables.transistorCount)
     this.gndOn = new Int32Array(nn)
     this.vccOn = new Int32Array(nn)
     this.onMask = new Int32Array(nn)
@@ -466,7 +483,8 @@ export class Chip {
     this.value = Uint8Array.from(s.value)
     this.pullup = Uint8Array.from(s.pullup)
     this.pulldown = Uint8Array.from(s.pulldown)
-    this.transOn = Uint8Array.from(s.transOn)
+    this.trans = Uint8Array.from(s.transOn)
+    this.transStale = false
     this.resetScratch()
   }
 
@@ -568,7 +586,8 @@ export class Chip {
     this.value[t.vcc] = 1
     this.pullup = Uint8Array.from(t.netlist.pullup)
     this.pulldown = new Uint8Array(t.nodeCount)
-    this.transOn = new Uint8Array(t.transistorCount)
+    this.trans = new Uint8Array(t.transistorCount)
+    this.transStale = false
     this.resetScratch()
   }
 
@@ -1047,7 +1066,7 @@ export class Chip {
       }
       return this.queueDeps(n, nv, next, nextCount, gen)
     }
-    const transOn = this.transOn
+    const transOn = this.trans
     const gateT = t.gateT
     const gateStart = t.gateStart
     const tKind = t.tKind
@@ -1117,9 +1136,12 @@ export class Chip {
       this.macroNodes.push(n)
     }
     this.value[n] = nv
-    const transOn = this.transOn
-    const gateT = t.gateT
-    for (let k = t.gateStart[n]!, end = t.gateStart[n + 1]!; k < end; k++) transOn[gateT[k]!] = nv
+    if (this.consistent) this.transStale = true
+    else {
+      const trans = this.trans
+      const gateT = t.gateT
+      for (let k = t.gateStart[n]!, end = t.gateStart[n + 1]!; k < end; k++) trans[gateT[k]!] = nv
+    }
     const delta = nv ? 1 : -1
     const gndOn = this.gndOn
     const effGnd = t.effGnd
