@@ -145,9 +145,9 @@ describe.skipIf(!haveNetlist)("Simulator", () => {
     let a = simulator().boot({ memory: image(p), resetVector: p.reset_vector }).machine
     let b = a
     // long enough for the loop to recur and spans to replay; IRQ pulses now and then
-    for (let r = 0; r < 12; r++) {
+    for (let r = 0; r < 6; r++) {
       const pins = r % 3 === 2 ? { irq: 0 as const } : { irq: 1 as const }
-      const n = r % 3 === 2 ? 90 : 25_000
+      const n = r % 3 === 2 ? 90 : 15_000
       const ra = simulator().step({ machine: a, halfCycles: n, pins })
       const rb = plain.step({ machine: b, halfCycles: n, pins })
       expect(ra, `request ${r}`).toEqual(rb)
