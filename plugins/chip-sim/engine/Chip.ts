@@ -358,6 +358,10 @@ export interface NodeState {
  * bitmask of its conducting node-to-node transistors, all updated when a transistor switches.
  * A node whose mask is 0 is alone in its group and is recomputed in O(1); a group walk visits
  * only set bits, lowest first, which is the transistor-row order a recursive walk would take.
+ *
+ * On top, states that recur are carried forward from memos keyed by a fingerprint of the whole
+ * state: single settles (halfStep) and spans of 32 half-cycles (runHalfCycles). Both only ever
+ * reproduce what settling did from the same state; tests compare them node for node.
  */
 export class Chip {
   value: Uint8Array
@@ -426,10 +430,12 @@ export class Chip {
   private recTransStamp: Int32Array
   /** Conduction of each recorded transistor before the recorded settle. */
   private recTransOrig: Uint8Array
-  /** Memo hits and misses since construction (bench, tests). */
+  /** Settles replayed and simulated through the memo since construction (bench, tests). */
   memoHits = 0
-  /** Half-cycles advanced by macro replays since construction (bench, tests). */
+  memoMisses = 0
+  /** Half-cycles carried by span replays since construction (bench, tests). */
   macroHalfCycles = 0
+  /** Span memo (see runHalfCycles), two generations like the settle memo, and its recorder. */
   private macros = new Map<number, Macro>()
   private macrosOld = new Map<number, Macro>()
   private macroRec = false
@@ -442,7 +448,6 @@ export class Chip {
   private macroStamp: Int32Array
   private macroOrig: Uint8Array
   private macroGen = 0
-  memoMisses = 0
   private readonly memoEnabled: boolean
   /** Whether fingerprints are kept and the memo consulted; speed only, never results. */
   private memoActive: boolean
