@@ -674,19 +674,26 @@ export class Chip {
   }
 
   /**
-   * Runs `n` half-cycles (as many {@link halfStep}s) and returns the last opcode-fetch row met
-   * (`sync` high, `clk0` low) as `{addr, opcode = memory[addr]}`, or null.
+   * Runs up to `n` half-cycles (as many {@link halfStep}s), stopping early after the first
+   * opcode-fetch row (`sync` high, `clk0` low) at address `stopPc` when one is given (>= 0).
+   * Returns the half-cycles run, whether it stopped at `stopPc`, and the last fetch row met as
+   * `{addr, opcode = memory[addr]}` (or null).
    *
    * Where a state recurs, whole spans of MACRO_HALF_CYCLES half-cycles are replayed: a span
    * recorded from the same fingerprint applies when each of its reads finds in memory the byte
    * it found when recorded (its writes are redone in order first, so reads of bytes it wrote
-   * itself check too); otherwise the memory is restored and the half-cycles are simulated.
-   * Same end state, memory and fetch as stepping one by one.
+   * itself check too) and it holds no fetch at `stopPc`; otherwise the memory is restored and
+   * the half-cycles are simulated. Same end state, memory and fetch as stepping one by one.
    */
-  runHalfCycles(memory: Uint8Array, n: number): { addr: number; opcode: number } | null {
+  runHalfCycles(
+    memory: Uint8Array,
+    n: number,
+    stopPc = -1
+  ): { done: number; stopped: boolean; last: { addr: number; opcode: number } | null } {
     const p = this.tables.pins
     let last: { addr: number; opcode: number } | null = null
     let done = 0
+    let stopped = false
     while (done < n) {
       if (!this.macroRec && this.memoActive && this.consistent && n - done >= MACRO_HALF_CYCLES) {
         const key = this.h1 & 0x3fffffff
@@ -696,7 +703,7 @@ export class Chip {
           if (m !== undefined) this.macroStore(key, m)
         }
         if (m !== undefined && m.k2 === this.h2 && m.k3 === this.h3) {
-          const fetch = this.applyMacro(memory, m)
+          const fetch = this.applyMacro(memory, m, stopPc)
           if (fetch !== undefined) {
             if (fetch !== null) last = fetch
             done += MACRO_HALF_CYCLES
@@ -710,12 +717,16 @@ export class Chip {
         const addr = this.readBits(p.ab)
         last = { addr, opcode: memory[addr]! }
         if (this.macroRec) this.macroEvents.push(2, addr, 0)
+        if (addr === stopPc) {
+          stopped = true
+          break
+        }
       }
       if (this.macroRec && ++this.macroLen === MACRO_HALF_CYCLES) this.finishMacro()
     }
     // A span cut short by the end of the run is dropped.
     this.macroRec = false
-    return last
+    return { done, stopped, last }
   }
 
   private startMacro(key: number): void {
@@ -765,10 +776,10 @@ export class Chip {
   }
 
   /**
-   * Replays a macro if its reads hold: returns the last fetch row in it (or null), or
-   * undefined with memory untouched when a read finds another byte.
+   * Replays a macro if its reads hold and it fetches nothing at `stopPc`: returns the last fetch
+   * row in it (or null), or undefined with memory untouched otherwise.
    */
-  private applyMacro(memory: Uint8Array, m: Macro): { addr: number; opcode: number } | null | undefined {
+  private applyMacro(memory: Uint8Array, m: Macro, stopPc: number): { addr: number; opcode: number } | null | undefined {
     const ev = m.events
     const undoAddr: Array<number> = []
     const undoByte: Array<number> = []
@@ -785,7 +796,13 @@ export class Chip {
         undoAddr.push(addr)
         undoByte.push(memory[addr]!)
         memory[addr] = ev[i + 2]!
-      } else last = { addr, opcode: memory[addr]! }
+      } else {
+        if (addr === stopPc) {
+          for (let k = undoAddr.length - 1; k >= 0; k--) memory[undoAddr[k]!] = undoByte[k]!
+          return undefined
+        }
+        last = { addr, opcode: memory[addr]! }
+      }
     }
     const value = this.value
     const nodes = m.nodes

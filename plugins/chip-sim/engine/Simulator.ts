@@ -339,10 +339,12 @@ class SimulatorImpl implements Simulator {
     const pins = this.tables.pins
     const trace: Array<Observation> | undefined = o.trace === "objects" ? [] : undefined
     const rows: Array<Array<number | string>> | undefined = o.trace === "rows" ? [] : undefined
-    if (o.count !== undefined && o.trace === undefined) {
-      // Plain runs go through the chip's span replay (same result as stepping one by one).
-      const fetch = c.runHalfCycles(mem, o.count)
-      return { stepped: o.count, completed: true, halfCycle: halfCycle + o.count, lastFetch: fetch ?? lastFetch, trace, rows }
+    if (o.trace === undefined && (o.count !== undefined || o.until === "pc")) {
+      // Untraced counted and breakpoint runs go through the chip's span replay (same result as
+      // stepping one by one).
+      const r = c.runHalfCycles(mem, o.bound, o.until === "pc" ? o.pc! : -1)
+      const completed = o.count !== undefined || r.stopped
+      return { stepped: r.done, completed, halfCycle: halfCycle + r.done, lastFetch: r.last ?? lastFetch, trace, rows }
     }
     let stepped = 0
     let completed = o.count !== undefined && o.count === 0

@@ -156,6 +156,24 @@ describe.skipIf(!haveNetlist)("Simulator", () => {
     }
   })
 
+  it("stops breakpoint runs at the same fetch with span replay as stepping one by one", () => {
+    const plain = makeSimulatorFromNetlist(simulator().netlist, { memo: false })
+    const p = program("irq")
+    let a = simulator().boot({ memory: image(p), resetVector: p.reset_vector }).machine
+    a = simulator().step({ machine: a, halfCycles: 30_000 }).machine
+    let b = a
+    // $0228 is INC $73, reached every 16th turn of the loop; $1234 is never fetched
+    for (const [pc, max] of [[0x0228, 20_000], [0x0228, 20_000], [0x1234, 12_000], [0x0228, 20_000]] as const) {
+      const ra = simulator().step({ machine: a, untilPc: pc, maxHalfCycles: max })
+      const rb = plain.step({ machine: b, untilPc: pc, maxHalfCycles: max })
+      expect(ra).toEqual(rb)
+      expect(ra.completed).toBe(pc === 0x0228)
+      if (ra.completed) expect(ra.observe.addr).toBe("0228")
+      a = ra.machine
+      b = rb.machine
+    }
+  })
+
   it("does not leak state between requests", () => {
     const sim = simulator()
     const boot = bootArith()
