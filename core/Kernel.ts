@@ -293,7 +293,7 @@ export const serve = (kernel: Kernel): Effect.Effect<ReadonlyMap<string, Listene
     const { config } = kernel.loaded
     for (const l of config.listeners) {
       const app = makeApp(l.name, kernel.routes.get(l.name) ?? [], { title: "platform", version: VERSION })
-      const info = yield* serveListener(l.name, l.host, l.port, app, config.shutdown_grace_ms).pipe(
+      const info = yield* serveListener(l.name, l.host, l.port, app, config.shutdown_grace_ms, kernel.routes.get(l.name) ?? []).pipe(
         Effect.mapError((e) => new BootError(`listener ${l.name} (${l.host}:${l.port}) could not start: ${String((e as { cause?: unknown }).cause ?? e)}`))
       )
       kernel.listeners.set(l.name, info)

@@ -53,6 +53,28 @@ export interface ResponseDoc {
   readonly contentType?: string
 }
 
+/**
+ * What a `fast` pre-handler sees: the request with its body read and (when it is JSON) parsed,
+ * on the raw Node path, before any Effect fiber exists.
+ */
+export interface FastRequest {
+  readonly method: string
+  readonly path: string
+  readonly headers: Readonly<Record<string, string | Array<string> | undefined>>
+  readonly params: Readonly<Record<string, string>>
+  /** `JSON.parse` of the body, or undefined when it is empty or not JSON. */
+  readonly json: unknown
+  readonly rawBody: Uint8Array
+  readonly remoteAddress: string | undefined
+}
+
+/** A complete answer from a `fast` pre-handler: `body` is sent as is (prebuild it). */
+export interface FastReply {
+  readonly status: number
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: string | Uint8Array
+}
+
 /** The declaration a plugin writes; `Route.make` fills in defaults. */
 export interface RouteSpec<B, Q, P> {
   readonly method: Method
@@ -72,6 +94,15 @@ export interface RouteSpec<B, Q, P> {
   /** Response for a request that fails decoding; default 422 `{error, detail: ValidationIssue[]}` (400 for bad JSON). */
   readonly onInvalid?: (invalid: InvalidRequest) => HttpServerResponse.HttpServerResponse
   readonly handler: (req: RouteRequest<B, Q, P>) => Effect.Effect<unknown, unknown, never>
+  /**
+   * Optional synchronous pre-handler on the raw Node path, for hot answers that must not pay for
+   * a fiber (a busy engine's 503 under load). It returns a complete reply, or undefined to let
+   * the request continue to `handler` exactly as if `fast` did not exist (the body is replayed).
+   * It must give the same answer `handler` would: it is an optimisation, never a second API.
+   */
+  readonly fast?: (req: FastRequest) => FastReply | undefined
+  /** Largest body `fast` buffers, in bytes (default 1 MiB); larger requests skip `fast`. */
+  readonly fastMaxBody?: number
 }
 
 /** A route as registered: the spec plus the contributing plugin's name. */

@@ -5,13 +5,14 @@
  * Shutdown (scope close): the listener stops accepting, idle keep-alive sockets are closed,
  * in-flight requests get `graceMs` to finish, then every socket is closed.
  */
-import { HttpApiSchema, HttpMiddleware, HttpRouter, HttpServer, HttpServerRequest, HttpServerRespondable, HttpServerResponse } from "@effect/platform"
+import { HttpApiSchema, HttpMiddleware, HttpRouter, HttpServerRequest, HttpServerRespondable, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Cause, Effect, Either, ParseResult, Schema } from "effect"
+import { Cause, Effect, Either, FiberRef, FiberRefs, LogLevel, ParseResult, Runtime, Schema } from "effect"
 import * as http from "node:http"
+import { PassThrough, Readable } from "node:stream"
 import { makeOpenApi } from "./OpenApi.ts"
 import type { ListenerInfo } from "./Plugin.ts"
-import type { InvalidLocation, Route, ValidationIssue } from "./Route.ts"
+import type { FastReply, InvalidLocation, Route, ValidationIssue } from "./Route.ts"
 import { defaultInvalid } from "./Route.ts"
 
 /** A route as mounted: with the plugin that contributed it. */
@@ -123,6 +124,130 @@ const requestLog = <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerRespon
     return yield* exit
   })
 
+interface FastEntry {
+  readonly route: Route
+  readonly segments: ReadonlyArray<string>
+}
+
+/** Matches `/a/:b/c` style paths (no wildcards: fast routes are exact shapes). */
+const matchSegments = (segments: ReadonlyArray<string>, path: string): Record<string, string> | undefined => {
+  const parts = path.split("/")
+  if (parts.length !== segments.length) return undefined
+  const params: Record<string, string> = {}
+  for (let i = 0; i < parts.length; i++) {
+    const seg = segments[i]!
+    if (seg.startsWith(":")) {
+      if (parts[i] === "") return undefined
+      params[seg.slice(1)] = decodeURIComponent(parts[i]!)
+    } else if (seg !== parts[i]) return undefined
+  }
+  return params
+}
+
+/**
+ * The raw Node request handler of a listener: requests to a route with a `fast` pre-handler
+ * have their body buffered and offered to it; everything else (and every request `fast`
+ * declines, with its body replayed) goes to the Effect app.
+ */
+const dispatcher = (
+  routes: ReadonlyArray<MountedRoute>,
+  effectHandler: (req: http.IncomingMessage, res: http.ServerResponse) => void,
+  logFast: (method: string, path: string, status: number, ms: number) => void
+) => {
+  const fast = new Map<string, Array<FastEntry>>()
+  for (const { route } of routes) {
+    if (!route.fast) continue
+    const list = fast.get(route.method) ?? []
+    list.push({ route, segments: route.path.split("/") })
+    fast.set(route.method, list)
+  }
+  if (fast.size === 0) return effectHandler
+  return (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const candidates = fast.get(req.method ?? "")
+    if (!candidates) return effectHandler(req, res)
+    const url = req.url ?? "/"
+    const q = url.indexOf("?")
+    const path = q < 0 ? url : url.slice(0, q)
+    let entry: FastEntry | undefined
+    let params: Record<string, string> | undefined
+    for (const c of candidates) {
+      params = matchSegments(c.segments, path)
+      if (params) {
+        entry = c
+        break
+      }
+    }
+    const declared = Number(req.headers["content-length"] ?? 0)
+    const limit = entry?.route.fastMaxBody ?? 1024 * 1024
+    if (!entry || declared > limit) return effectHandler(req, res)
+    const start = performance.now()
+    const chunks: Array<Buffer> = []
+    let size = 0
+    let replayed = false
+    const replay = () => {
+      if (replayed) return
+      replayed = true
+      req.removeListener("data", onData)
+      req.removeListener("end", onEnd)
+      // Hand the request to Effect with the bytes read so far followed by the rest of the stream.
+      const rest = new PassThrough()
+      for (const c of chunks) rest.write(c)
+      req.pipe(rest)
+      const copy = Object.assign(rest, {
+        headers: req.headers,
+        rawHeaders: req.rawHeaders,
+        method: req.method,
+        url: req.url,
+        httpVersion: req.httpVersion,
+        socket: req.socket,
+        connection: req.socket
+      })
+      effectHandler(copy as unknown as http.IncomingMessage, res)
+    }
+    const onData = (c: Buffer) => {
+      size += c.length
+      chunks.push(c)
+      if (size > limit) replay()
+    }
+    const onEnd = () => {
+      if (replayed) return
+      const raw = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)
+      let json: unknown
+      if (raw.length > 0) {
+        try {
+          json = JSON.parse(raw.toString("utf8"))
+        } catch {
+          json = undefined
+        }
+      }
+      let reply: FastReply | undefined
+      try {
+        reply = entry!.route.fast!({ method: req.method!, path, headers: req.headers, params: params!, json, rawBody: raw, remoteAddress: req.socket.remoteAddress })
+      } catch {
+        reply = undefined
+      }
+      if (!reply) {
+        replayed = true
+        const copy = Object.assign(Readable.from(raw.length ? [raw] : []), {
+          headers: req.headers,
+          rawHeaders: req.rawHeaders,
+          method: req.method,
+          url: req.url,
+          httpVersion: req.httpVersion,
+          socket: req.socket,
+          connection: req.socket
+        })
+        return effectHandler(copy as unknown as http.IncomingMessage, res)
+      }
+      res.writeHead(reply.status, reply.headers)
+      res.end(reply.body)
+      logFast(req.method!, path, reply.status, Math.round((performance.now() - start) * 100) / 100)
+    }
+    req.on("data", onData)
+    req.on("end", onEnd)
+  }
+}
+
 /**
  * Serves `app` on `host:port` within the current scope. Returns the bound address
  * (`port: 0` resolves to the real port). Fails with `ServeError` when the port is taken.
@@ -132,7 +257,8 @@ export const serveListener = (
   host: string,
   port: number,
   app: Effect.Effect<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest | any>,
-  graceMs: number
+  graceMs: number,
+  routes: ReadonlyArray<MountedRoute> = []
 ) =>
   Effect.gen(function* () {
     const server = http.createServer()
@@ -152,16 +278,24 @@ export const serveListener = (
         })
       })
     )
-    yield* HttpServer.serveEffect(app as any, requestLog as any).pipe(
+    const effectHandler = yield* NodeHttpServer.makeHandler(app as any, requestLog as any).pipe(
       // No span exporter is configured: a span per request would be pure overhead.
       HttpMiddleware.withTracerDisabledWhenEffect(() => true),
-      Effect.provideService(HttpServer.HttpServer, httpServer),
       Effect.provide(NodeHttpServer.layerContext)
     )
+    const runtime = yield* Effect.runtime<never>()
+    const infoEnabled = LogLevel.greaterThanEqual(LogLevel.Info, FiberRefs.getOrDefault(runtime.fiberRefs, FiberRef.currentMinimumLogLevel))
+    const logFast = (method: string, path: string, status: number, ms: number) => {
+      if (infoEnabled) {
+        Runtime.runSync(runtime)(Effect.logInfo("request").pipe(Effect.annotateLogs({ method, path, status, duration_ms: ms })))
+      }
+    }
+    const handler = dispatcher(routes, effectHandler as (req: http.IncomingMessage, res: http.ServerResponse) => void, logFast)
+    server.on("request", handler)
+    yield* Effect.addFinalizer(() => Effect.sync(() => server.off("request", handler)))
     const address = httpServer.address
     const boundPort = address._tag === "TcpAddress" ? address.port : port
     const urlHost = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host.includes(":") ? `[${host}]` : host
     const info: ListenerInfo = { name, host, port: boundPort, url: `http://${urlHost}:${boundPort}` }
     return info
   })
-

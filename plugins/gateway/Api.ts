@@ -88,6 +88,7 @@ export const routes = (gateway: Gateway): ReadonlyArray<Route.Route> => [
         : issuesPerField(invalid.issues)
       return HttpServerResponse.unsafeJson({ detail }, { status: 422 })
     },
+    fast: (req) => gateway.fastBusyRefusal(req),
     handler: ({ body, request }) => {
       const denied = gateway.unauthorized(request)
       if (denied) return Effect.fail(denied)

@@ -7,12 +7,13 @@
  * aborted generation never overlaps the next one on the same llama.cpp sequence.
  */
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect, Option, Stream } from "effect"
+import { Effect, Option, Schema, Stream } from "effect"
+import type { FastReply, FastRequest } from "../../core/Route.ts"
 import { timingSafeEqual } from "node:crypto"
 import { HttpError } from "../../core/HttpError.ts"
 import { EngineError, type Engine, type Reply } from "./Engine.ts"
 import { Metrics } from "./Metrics.ts"
-import { openAIError, type ChatRequest } from "./OpenAI.ts"
+import { ChatRequest, openAIError } from "./OpenAI.ts"
 
 /**
  * Compares a presented secret with the expected bytes in constant time: the presented value is
@@ -60,6 +61,8 @@ export class Gateway {
   private readonly retryAfter: string
   private readonly startedAt = Date.now()
   private readonly busyResponses: Map<string, HttpServerResponse.HttpServerResponse>
+  private readonly busyReplies: Map<string, FastReply>
+  private readonly decodeChat = Schema.decodeUnknownEither(ChatRequest)
 
   constructor(opts: GatewayOptions) {
     this.engines = new Map(opts.engines.map((e) => [e.id, e]))
@@ -75,6 +78,32 @@ export class Gateway {
       const bytes = new TextEncoder().encode(JSON.stringify(err.body))
       return [e.id, HttpServerResponse.uint8Array(bytes, { status: 503, contentType: "application/json", headers: err.headers! })]
     }))
+    this.busyReplies = new Map(opts.engines.map((e) => {
+      const prebuilt = this.busyResponses.get(e.id)!
+      const body = (prebuilt.body as { body: Uint8Array }).body
+      return [e.id, { status: 503, headers: { "content-type": "application/json", "retry-after": this.retryAfter, "content-length": String(body.length) }, body }]
+    }))
+  }
+
+  /**
+   * The busy refusal on the kernel's raw path (`Route.fast`): answers only a request that
+   * `chat` would refuse as busy (right token, valid body, known streaming-compatible model,
+   * engine available and generating), with the same prebuilt 503; undefined otherwise, and the
+   * request then takes the full path. No fiber, no error object: the hot path under load.
+   */
+  fastBusyRefusal(req: FastRequest): FastReply | undefined {
+    if (this.busy.size === 0) return undefined
+    const h = req.headers["authorization"]
+    const m = typeof h === "string" ? /^Bearer\s+(.+)$/i.exec(h.trim()) : null
+    if (!m || !secretMatches(m[1]!.trim(), this.tokenBytes)) return undefined
+    const decoded = this.decodeChat(req.json, { errors: "first", onExcessProperty: "ignore" })
+    if (decoded._tag === "Left") return undefined
+    const id = decoded.right.model ?? this.defaultEngine
+    const engine = this.engines.get(id)
+    if (!engine || !this.busy.has(id) || (decoded.right.stream === true && !engine.streaming) || engine.unavailableReason() !== undefined) return undefined
+    this.metrics.request(id, 503)
+    this.metrics.refusal(id, "busy")
+    return this.busyReplies.get(id)
   }
 
   /**

@@ -177,3 +177,25 @@ describe("MCP tools", () => {
     }
   })
 })
+
+describe("fast pre-handlers", () => {
+  it("answer on the raw path, or hand the request on with its body replayed", async () => {
+    const p = await boot(`  echo:\n    module: ${F}/echo\n`)
+    const post = (body: string) => fetch(`${p.url("main")}/echo/echo/42`, { method: "POST", headers: { "content-type": "application/json" }, body })
+    try {
+      const fast = await post(JSON.stringify({ fast: true, text: "a" }))
+      expect(fast.status).toBe(203)
+      expect(await fast.json()).toEqual({ via: "fast", id: "42" })
+      const big = "x".repeat(300_000)
+      const slow = await post(JSON.stringify({ fast: false, text: big }))
+      expect(slow.status).toBe(200)
+      expect(await slow.json()).toEqual({ via: "effect", id: "42", text: big })
+      const invalid = await post("{oops")
+      expect(invalid.status).toBe(400)
+      const schema = await post(JSON.stringify({ fast: false }))
+      expect(schema.status).toBe(422)
+    } finally {
+      await p.stop()
+    }
+  })
+})
