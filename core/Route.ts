@@ -99,8 +99,10 @@ export interface RouteSpec<B, Q, P> {
    * a fiber (a busy engine's 503 under load). It returns a complete reply, or undefined to let
    * the request continue to `handler` exactly as if `fast` did not exist (the body is replayed).
    * It must give the same answer `handler` would: it is an optimisation, never a second API.
+   * A promise is awaited; a rejected one is answered 500 (never replayed: the work may have
+   * happened), so an async `fast` should settle every expected outcome itself.
    */
-  readonly fast?: (req: FastRequest) => FastReply | undefined
+  readonly fast?: (req: FastRequest) => FastReply | undefined | Promise<FastReply | undefined>
   /** Largest body `fast` buffers, in bytes (default 1 MiB); larger requests skip `fast`. */
   readonly fastMaxBody?: number
 }

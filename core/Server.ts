@@ -144,6 +144,18 @@ const matchSegments = (segments: ReadonlyArray<string>, path: string): Record<st
   return params
 }
 
+/** `body` dressed as `req` (what the Effect server reads of an IncomingMessage), to replay a read body. */
+const withRequestOf = (req: http.IncomingMessage, body: Readable): http.IncomingMessage =>
+  Object.assign(body, {
+    headers: req.headers,
+    rawHeaders: req.rawHeaders,
+    method: req.method,
+    url: req.url,
+    httpVersion: req.httpVersion,
+    socket: req.socket,
+    connection: req.socket
+  }) as unknown as http.IncomingMessage
+
 /**
  * The raw Node request handler of a listener: requests to a route with a `fast` pre-handler
  * have their body buffered and offered to it; everything else (and every request `fast`
@@ -152,7 +164,8 @@ const matchSegments = (segments: ReadonlyArray<string>, path: string): Record<st
 const dispatcher = (
   routes: ReadonlyArray<MountedRoute>,
   effectHandler: (req: http.IncomingMessage, res: http.ServerResponse) => void,
-  logFast: (method: string, path: string, status: number, ms: number) => void
+  logFast: (method: string, path: string, status: number, ms: number) => void,
+  onFastFailure: (error: unknown) => void
 ) => {
   const fast = new Map<string, Array<FastEntry>>()
   for (const { route } of routes) {
@@ -193,16 +206,7 @@ const dispatcher = (
       const rest = new PassThrough()
       for (const c of chunks) rest.write(c)
       req.pipe(rest)
-      const copy = Object.assign(rest, {
-        headers: req.headers,
-        rawHeaders: req.rawHeaders,
-        method: req.method,
-        url: req.url,
-        httpVersion: req.httpVersion,
-        socket: req.socket,
-        connection: req.socket
-      })
-      effectHandler(copy as unknown as http.IncomingMessage, res)
+      effectHandler(withRequestOf(req, rest), res)
     }
     const onData = (c: Buffer) => {
       size += c.length
@@ -220,28 +224,30 @@ const dispatcher = (
           json = undefined
         }
       }
-      let reply: FastReply | undefined
-      try {
-        reply = entry!.route.fast!({ method: req.method!, path, headers: req.headers, params: params!, json, rawBody: raw, remoteAddress: req.socket.remoteAddress })
-      } catch {
-        reply = undefined
-      }
-      if (!reply) {
+      const declined = () => {
         replayed = true
-        const copy = Object.assign(Readable.from(raw.length ? [raw] : []), {
-          headers: req.headers,
-          rawHeaders: req.rawHeaders,
-          method: req.method,
-          url: req.url,
-          httpVersion: req.httpVersion,
-          socket: req.socket,
-          connection: req.socket
-        })
-        return effectHandler(copy as unknown as http.IncomingMessage, res)
+        effectHandler(withRequestOf(req, Readable.from(raw.length ? [raw] : [])), res)
       }
-      res.writeHead(reply.status, reply.headers)
-      res.end(reply.body)
-      logFast(req.method!, path, reply.status, Math.round((performance.now() - start) * 100) / 100)
+      const send = (reply: FastReply) => {
+        res.writeHead(reply.status, reply.headers)
+        res.end(reply.body)
+        logFast(req.method!, path, reply.status, Math.round((performance.now() - start) * 100) / 100)
+      }
+      let outcome: ReturnType<NonNullable<Route["fast"]>>
+      try {
+        outcome = entry!.route.fast!({ method: req.method!, path, headers: req.headers, params: params!, json, rawBody: raw, remoteAddress: req.socket.remoteAddress })
+      } catch {
+        return declined()
+      }
+      if (outcome === undefined) return declined()
+      if (!(outcome instanceof Promise)) return send(outcome)
+      outcome.then(
+        (reply) => (reply ? send(reply) : declined()),
+        (error) => {
+          onFastFailure(error)
+          send({ status: 500, headers: { "content-type": "application/json" }, body: '{"error":"internal error"}' })
+        }
+      )
     }
     req.on("data", onData)
     req.on("end", onEnd)
@@ -290,7 +296,8 @@ export const serveListener = (
         Runtime.runSync(runtime)(Effect.logInfo("request").pipe(Effect.annotateLogs({ method, path, status, duration_ms: ms })))
       }
     }
-    const handler = dispatcher(routes, effectHandler as (req: http.IncomingMessage, res: http.ServerResponse) => void, logFast)
+    const onFastFailure = (error: unknown) => Runtime.runSync(runtime)(Effect.logError("fast pre-handler failed", error))
+    const handler = dispatcher(routes, effectHandler as (req: http.IncomingMessage, res: http.ServerResponse) => void, logFast, onFastFailure)
     server.on("request", handler)
     yield* Effect.addFinalizer(() => Effect.sync(() => server.off("request", handler)))
     const address = httpServer.address
