@@ -1002,9 +1002,24 @@ export class Chip {
           if (nv !== value[start]) nextCount = this.change(start, nv, next, nextCount, gen)
           continue
         }
+        // rank: 0 nothing, 1 high charge, 2 pull-up, 3 pull-down, 4 power, 5 ground
+        const sm = onMask[start]!
+        if ((sm & (sm - 1)) === 0) {
+          // One conducting channel to a node with no other: a pair, walked start first.
+          const o = nnOther[nnStart[start]! + 31 - Math.clz32(sm)]!
+          const om = onMask[o]!
+          if ((om & (om - 1)) === 0) {
+            const ra = gndOn[start] ? 5 : vccOn[start] ? 4 : pulldown[start] ? 3 : pullup[start] ? 2 : value[start]!
+            const rb = gndOn[o] ? 5 : vccOn[o] ? 4 : pulldown[o] ? 3 : pullup[o] ? 2 : value[o]!
+            const r = ra > rb ? ra : rb
+            const nv = r === 1 || r === 2 || r === 4 ? 1 : 0
+            if (value[start] !== nv) nextCount = this.change(start, nv, next, nextCount, gen)
+            if (value[o] !== nv) nextCount = this.change(o, nv, next, nextCount, gen)
+            continue
+          }
+        }
         // Depth-first walk over conducting node-to-node transistors in transistor-row order
         // (the order changes are then applied in), as a recursive walk would visit them.
-        // rank: 0 nothing, 1 high charge, 2 pull-up, 3 pull-down, 4 power, 5 ground
         const ggen = ++this.groupGen
         let rank = 0
         let gcount = 0
