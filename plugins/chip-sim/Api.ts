@@ -17,14 +17,15 @@ import {
   AssembleErrorBody, AssembleResponse, BootRequest, Meta, Rom, StepRequest, StepResponse
 } from "./Domain.ts"
 import type { ChipSimulator } from "./Simulation.ts"
+import type { SimulatorPool } from "./SimulatorPool.ts"
 import { TRACE_ROW_COLUMNS_DOC } from "./Simulation.ts"
 
 const errorBody = Schema.Struct({ error: Schema.String })
 
-/** Runs engine work, turning its refusals into 400 `{error}` (never a 500). */
-const engine = <A>(f: () => A) =>
-  Effect.try({
-    try: f,
+/** Runs engine work (on the pool), turning its refusals into 400/422 (never a 500 for bad input). */
+const engine = <A>(f: () => A | Promise<A>) =>
+  Effect.tryPromise({
+    try: async () => f(),
     catch: (e) => {
       if (e instanceof AssembleError) return new HttpError({ status: 422, body: { error: e.message, line: e.line } })
       const err = e as Error & { status?: number }
@@ -33,8 +34,8 @@ const engine = <A>(f: () => A) =>
     }
   })
 
-/** Builds the chip-sim routes over one simulator. */
-export const routes = (sim: ChipSimulator): ReadonlyArray<Route.Route> => {
+/** Builds the chip-sim routes: static data from `sim`, boot and step runs on `pool`. */
+export const routes = (sim: ChipSimulator, pool: SimulatorPool): ReadonlyArray<Route.Route> => {
   const nodes = sim.nodes()
   const nodesBody = JSON.stringify(nodes)
   const nodesEtag = `"${createHash("sha256").update(nodesBody).digest("hex").slice(0, 32)}"`
@@ -94,7 +95,7 @@ export const routes = (sim: ChipSimulator): ReadonlyArray<Route.Route> => {
         400: { description: "unknown watch name", schema: errorBody },
         422: { description: "assembly failed or the body failed its schema", schema: AssembleErrorBody }
       },
-      handler: ({ body }) => engine(() => sim.boot(body))
+      handler: ({ body }) => engine(() => pool.boot(body))
     }),
     Route.make({
       method: "POST",
@@ -111,7 +112,7 @@ export const routes = (sim: ChipSimulator): ReadonlyArray<Route.Route> => {
         422: { description: "both or neither of half_cycles/until, malformed state blob, limits exceeded", schema: Route.ValidationErrorBody }
       },
       openapi: { "x-trace-rows-columns": TRACE_ROW_COLUMNS_DOC },
-      handler: ({ body }) => engine(() => sim.step(body))
+      handler: ({ body }) => engine(() => pool.step(body))
     })
   ]
 }

@@ -15,10 +15,14 @@ import { definePlugin, PluginUnavailable } from "../../core/Plugin.ts"
 import { routes } from "./Api.ts"
 import * as Domain from "./Domain.ts"
 import { makeChipSimulator } from "./Simulation.ts"
+import { defaultPoolSize, makeSimulatorPool } from "./SimulatorPool.ts"
 
 export const ChipSimConfig = Schema.Struct({
   netlist_dir: Schema.optional(Schema.String).annotations({
     description: "folder with segdefs.js, transdefs.js, nodenames.js (default: $CHIP_SIM_NETLIST, ./data/netlist, ../shared/chip-sim/netlist)"
+  }),
+  workers: Schema.optional(Schema.Int.pipe(Schema.between(0, 64))).annotations({
+    description: "worker threads running boot/step, so long runs never block the other listeners (default: one per core, at most 4; 0 runs them on the event loop)"
   })
 }).annotations({ identifier: "ChipSimConfig" })
 
@@ -65,7 +69,15 @@ export default definePlugin({
         try: () => makeChipSimulator(dir),
         catch: (e) => new PluginUnavailable({ reason: `netlist in ${dir} could not be loaded: ${(e as Error).message}` })
       })
-      yield* Effect.logInfo(`chip-sim: netlist loaded from ${dir}`)
-      return { routes: routes(sim), status: () => ({ netlist_dir: dir }) }
+      const size = ctx.mode === "inspect" ? 0 : ctx.config.workers ?? defaultPoolSize()
+      const pool = yield* Effect.acquireRelease(
+        Effect.tryPromise({
+          try: () => makeSimulatorPool(dir, size, sim),
+          catch: (e) => new PluginUnavailable({ reason: `simulator workers could not start: ${(e as Error).message}` })
+        }),
+        (p) => Effect.promise(() => p.close())
+      )
+      yield* Effect.logInfo(`chip-sim: netlist loaded from ${dir}; ${size} simulator worker thread(s)`)
+      return { routes: routes(sim, pool), status: () => ({ netlist_dir: dir, workers: size }) }
     })
 })

@@ -124,6 +124,21 @@ describe("chip-sim in the kernel", () => {
     expect((await post("/v1/step", "{not json")).status).toBe(400)
   })
 
+  it("runs long steps on worker threads: the event loop keeps answering meanwhile", async () => {
+    // A program whose states never repeat for long (a 16-bit counter), so the run is real work.
+    const boot = await post("/v1/boot", { rom: { source: "loop: inc $10\n  bne loop\n  inc $11\n  jmp loop\n" } })
+    const long = post("/v1/step", { machine: boot.body.machine, half_cycles: 60000 }).then((r) => ({ r, at: performance.now() }))
+    await new Promise((r) => setTimeout(r, 20))
+    const health = await fetch(`${base}/healthz`)
+    const healthAt = performance.now()
+    const done = await long
+    expect(health.status).toBe(200)
+    expect(done.r.status).toBe(200)
+    expect(done.r.body.stepped).toBe(60000)
+    // Answered while the run was still going (on the event loop it would have come after it).
+    expect(healthAt).toBeLessThan(done.at)
+  })
+
   it("is unavailable, naming the folder and the fetch command, without a netlist", async () => {
     const p = await startPlatform({ cwd: ROOT, yaml: yaml("/nonexistent/netlist") })
     try {
