@@ -21,8 +21,10 @@ export type Deliver = (id: string, snapshot: Job | undefined) => Promise<void>
 /** A dispatch backend. */
 export interface JobQueue {
   /**
-   * True when a delivery's completion reaches the store after every record write the worker
-   * issued before returning (same Redis connection), so the final write need not be awaited.
+   * True when the queue's commands travel on the store's connection, so each executes after every
+   * record write issued before it: a delivery's completion after the worker's final write (which
+   * then need not be awaited), an enqueue after the `create` issued just before it (which then
+   * need not be awaited before enqueueing).
    */
   readonly completionOrdered: boolean
   /** Makes `job` (a QUEUED record) runnable after `delayMs` milliseconds. */
@@ -116,6 +118,8 @@ export class EmbeddedQueue implements JobQueue {
 /** BullMQ queue of the redis backend; see the module comment. */
 export class RedisQueue implements JobQueue {
   private readonly connection: Redis
+  /** True when `connection` is ours to close (not the store's). */
+  private readonly ownConnection: boolean
   private readonly queue: BullQueue
   private worker: BullWorker | undefined
   private workerConnection: Redis | undefined
@@ -124,12 +128,14 @@ export class RedisQueue implements JobQueue {
 
   /**
    * Connects to `settings.url`; the BullMQ queue is `jobs` under prefix `settings.prefix`.
-   * `storeClient`: the record store's connection, shared by the BullMQ worker (see
-   * `completionOrdered`); without it the worker gets its own.
+   * `storeClient`: the record store's connection, shared by the BullMQ queue and worker (see
+   * `completionOrdered`): a submission's record write and its enqueue then leave in one socket
+   * write (the store auto-pipelines) and execute in that order. Without it both get their own.
    */
   constructor(private readonly settings: RedisSettings, private readonly storeClient?: Redis) {
     this.completionOrdered = storeClient !== undefined
-    this.connection = new Redis(settings.url, { maxRetriesPerRequest: null })
+    this.ownConnection = storeClient === undefined
+    this.connection = storeClient ?? new Redis(settings.url, { maxRetriesPerRequest: null })
     this.queue = new BullQueue("jobs", { connection: this.connection, prefix: settings.prefix })
   }
 
@@ -194,6 +200,6 @@ export class RedisQueue implements JobQueue {
     await this.worker?.close()
     this.workerConnection?.disconnect()
     await this.queue.close()
-    this.connection.disconnect()
+    if (this.ownConnection) this.connection.disconnect()
   }
 }

@@ -234,16 +234,38 @@ export class JobsRuntime {
     }
     // One write for PENDING and QUEUED: the record is never left PENDING by a crash between them.
     const queued: Job = { ...base, status: "QUEUED", scheduled_at: at, history: [...base.history, { status: "QUEUED", timestamp: at }] }
+    if (this.queue.completionOrdered) {
+      // Same connection: the enqueue executes after the record write, so it need not wait for
+      // the write's reply (one round trip per submission instead of two).
+      const created = this.store.create(queued)
+      const enqueued = this.queue.enqueue(queued, 0).then(() => undefined, (e: unknown) => e)
+      try {
+        await created
+      } catch (e) {
+        // No record (an id clash, or Redis failing): drop the delivery so it cannot run unrecorded.
+        await enqueued
+        await this.queue.remove(queued)
+        throw e
+      }
+      const failed = await enqueued
+      if (failed !== undefined) await this.enqueueFailed(queued, failed)
+      return { _tag: "Accepted", job: base }
+    }
     await this.store.create(queued)
     try {
       await this.queue.enqueue(queued, 0)
     } catch (e) {
-      await this.store.update(queued.job_id, (j) => j.status === "QUEUED"
-        ? { ...j, status: "FAILED", failed_at: nowIso(), error: `INTERNAL_ERROR: could not enqueue: ${(e as Error).message}`, error_kind: "INTERNAL_ERROR", scheduled_at: undefined }
-        : undefined)
-      throw e
+      await this.enqueueFailed(queued, e)
     }
     return { _tag: "Accepted", job: base }
+  }
+
+  /** Records a submission whose enqueue failed as FAILED (INTERNAL_ERROR), then rethrows `e`. */
+  private async enqueueFailed(queued: Job, e: unknown): Promise<never> {
+    await this.store.update(queued.job_id, (j) => j.status === "QUEUED"
+      ? { ...j, status: "FAILED", failed_at: nowIso(), error: `INTERNAL_ERROR: could not enqueue: ${(e as Error).message}`, error_kind: "INTERNAL_ERROR", scheduled_at: undefined }
+      : undefined)
+    throw e
   }
 
   /** The record of `id`, or undefined. */
