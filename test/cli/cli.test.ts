@@ -1,23 +1,10 @@
-import { execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { promisify } from "node:util"
 import { describe, expect, it } from "vitest"
-import { ROOT } from "../../core/Kernel.ts"
+import { runCli } from "../support/cli.ts"
 
-const run = async (args: Array<string>, env: Record<string, string> = {}) => {
-  try {
-    const r = await promisify(execFile)(process.execPath, [path.join(ROOT, "bin/platform.js"), ...args], {
-      cwd: ROOT,
-      env: { ...process.env, PLATFORM_LOG_LEVEL: "error", ...env }
-    })
-    return { code: 0, stdout: r.stdout, stderr: r.stderr }
-  } catch (e) {
-    const err = e as { code: number; stdout: string; stderr: string }
-    return { code: err.code, stdout: err.stdout, stderr: err.stderr }
-  }
-}
+const run = runCli
 
 const tmpConfig = (text: string) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "platform-cli-"))

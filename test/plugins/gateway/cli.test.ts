@@ -2,33 +2,22 @@
  * `platform gateway pull` (against a loopback file server: no network needed) and
  * `platform gateway chat` (one-shot `--message` against a gateway booted in the kernel).
  */
-import { execFile, spawn } from "node:child_process"
+import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
-import { promisify } from "node:util"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ROOT, startPlatform, type RunningPlatform } from "../../../core/Kernel.ts"
 import { writeTinyGguf } from "../../../scripts/make-tiny-gguf.ts"
 import { sendTurn } from "../../../cli/commands/gateway/chat.ts"
 import { startOpenAIUpstream, type OpenAIUpstream } from "../../fixtures/openai-upstream.ts"
+import { runCli } from "../../support/cli.ts"
 
 process.env.PLATFORM_LOG_LEVEL ??= "error"
 
-const run = async (args: Array<string>, env: Record<string, string> = {}) => {
-  try {
-    const r = await promisify(execFile)(process.execPath, [path.join(ROOT, "bin/platform.js"), ...args], {
-      cwd: ROOT,
-      env: { ...process.env, PLATFORM_LOG_LEVEL: "error", ...env }
-    })
-    return { code: 0, stdout: r.stdout, stderr: r.stderr }
-  } catch (e) {
-    const err = e as { code: number; stdout: string; stderr: string }
-    return { code: err.code, stdout: err.stdout, stderr: err.stderr }
-  }
-}
+const run = runCli
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gateway-cli-"))
 let files: http.Server
