@@ -69,7 +69,8 @@ export default definePlugin({
         try: () => makeChipSimulator(dir),
         catch: (e) => new PluginUnavailable({ reason: `netlist in ${dir} could not be loaded: ${(e as Error).message}` })
       })
-      const size = ctx.mode === "inspect" ? 0 : ctx.config.workers ?? defaultPoolSize()
+      // Threads only where requests are served: inspection and `platform worker` run none.
+      const size = ctx.mode === "serve" ? ctx.config.workers ?? defaultPoolSize() : 0
       const pool = yield* Effect.acquireRelease(
         Effect.tryPromise({
           try: () => makeSimulatorPool(dir, size, sim),
