@@ -18,7 +18,9 @@ import { applyListQuery, endedMs, type JobStore, type ListPage, type ListQuery, 
 
 // KEYS: record, queued, ended, index, old status set, new status set, type set.
 // ARGV: sha1 of expected JSON ('' = must not exist), new JSON, id, queued score, ended score,
-//       created ms, events channel, 1 when the record is new.
+//       created ms, events channel, 1 when the record is new, 1 when the stored record is in the
+//       queued set, 1 when it is in the ended set (those two spare a ZREM of an absent member:
+//       the stored record is the writer's `prev`, the script checks that first).
 const CAS = `
 local cur = redis.call('GET', KEYS[1])
 if ARGV[1] == '' then
@@ -27,8 +29,8 @@ elseif (not cur) or redis.sha1hex(cur) ~= ARGV[1] then
   return 0
 end
 redis.call('SET', KEYS[1], ARGV[2])
-if ARGV[4] ~= '' then redis.call('ZADD', KEYS[2], ARGV[4], ARGV[3]) else redis.call('ZREM', KEYS[2], ARGV[3]) end
-if ARGV[5] ~= '' then redis.call('ZADD', KEYS[3], ARGV[5], ARGV[3]) else redis.call('ZREM', KEYS[3], ARGV[3]) end
+if ARGV[4] ~= '' then redis.call('ZADD', KEYS[2], ARGV[4], ARGV[3]) elseif ARGV[9] == '1' then redis.call('ZREM', KEYS[2], ARGV[3]) end
+if ARGV[5] ~= '' then redis.call('ZADD', KEYS[3], ARGV[5], ARGV[3]) elseif ARGV[10] == '1' then redis.call('ZREM', KEYS[3], ARGV[3]) end
 if KEYS[5] ~= KEYS[6] then
   redis.call('ZREM', KEYS[5], ARGV[3])
   redis.call('ZADD', KEYS[6], ARGV[6], ARGV[3])
@@ -133,7 +135,9 @@ export class RedisJobStore implements JobStore {
       e === undefined ? "" : String(e),
       String(Date.parse(next.created_at)),
       this.k.events,
-      prev ? "0" : "1"
+      prev ? "0" : "1",
+      prev && scheduledMs(prev) !== undefined ? "1" : "0",
+      prev && endedMs(prev) !== undefined ? "1" : "0"
     )
   }
 
@@ -195,10 +199,35 @@ export class RedisJobStore implements JobStore {
     return out
   }
 
+  /**
+   * The page of `q` when it filters by status or nothing else (no job type, no cursor): the
+   * status sets are disjoint, so the total is a sum of ZCOUNTs and the page the newest
+   * `offset + limit` of each set merged; nothing is read in proportion to the number of matches,
+   * which keeps polling cheap with a large backlog. Same order as `list`: created ms, then id,
+   * both descending (ZREVRANGEBYSCORE orders equal scores by member, descending).
+   */
+  private async listByStatus(q: ListQuery, keys: ReadonlyArray<string>): Promise<ListPage> {
+    const max = q.created_before !== undefined ? `(${q.created_before}` : "+inf"
+    const min = q.created_after !== undefined ? `(${q.created_after}` : "-inf"
+    const want = q.offset + q.limit
+    const [counts, heads] = await Promise.all([
+      Promise.all(keys.map((k) => this.redis.zcount(k, min, max))),
+      Promise.all(keys.map((k) => this.redis.zrevrangebyscore(k, max, min, "WITHSCORES", "LIMIT", 0, want)))
+    ])
+    const ids: Array<[string, number]> = []
+    for (const flat of heads) for (let i = 0; i < flat.length; i += 2) ids.push([flat[i]!, Number(flat[i + 1])])
+    ids.sort((a, b) => (b[1] - a[1]) || (a[0] < b[0] ? 1 : a[0] > b[0] ? -1 : 0))
+    const page = await this.fetch(ids.slice(q.offset, want).map(([id]) => id))
+    return { jobs: applyListQuery(page, { ...q, offset: 0 }).jobs, total: counts.reduce((a, b) => a + b, 0) }
+  }
+
   list = async (q: ListQuery): Promise<ListPage> => {
+    const statuses = q.status && q.status.length > 0 ? q.status : undefined
+    if ((!q.job_type || q.job_type.length === 0) && !q.after) {
+      return this.listByStatus(q, statuses ? [...new Set(statuses.filter((s) => STATUSES.includes(s)))].map((s) => this.statusKey(s)) : [this.k.index])
+    }
     // Ids come from the per-status / per-type sets (ids and scores only); records are read for
     // the page alone, so polling for a handful of active jobs stays cheap with many finished ones.
-    const statuses = q.status && q.status.length > 0 ? q.status : undefined
     let ids: Array<[string, number]>
     if (statuses) {
       ids = (await Promise.all(statuses.filter((s) => STATUSES.includes(s)).map((s) => this.range(this.statusKey(s), q)))).flat()
