@@ -3,10 +3,11 @@ import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import { LocalFileStore, safeName, validKey } from "../../../core/jobs/FileStore.ts"
 import { type Job, nowIso } from "../../../core/jobs/Job.ts"
-import { FileJobStore } from "../../../core/jobs/JobStore.ts"
+import { applyListQuery, FileJobStore } from "../../../core/jobs/JobStore.ts"
 import { EmbeddedQueue } from "../../../core/jobs/Queue.ts"
+import { RedisJobStore } from "../../../core/jobs/RedisJobStore.ts"
 import { signV4 } from "../../../core/jobs/S3.ts"
-import { tempDir } from "./support.ts"
+import { startRedis, tempDir } from "./support.ts"
 
 const job = (id: string, status: Job["status"] = "QUEUED"): Job => ({
   job_id: id,
@@ -115,5 +116,37 @@ describe("FileJobStore lock", () => {
     fs.writeFileSync(path.join(dir, "jobs.lock"), String(process.pid))
     await a.close()
     expect(fs.existsSync(path.join(dir, "jobs.lock"))).toBe(false)
+  })
+})
+
+describe("RedisJobStore list", () => {
+  it("status-only pages (counts plus page heads) match the generic filter, ties on created ms included", async () => {
+    const redis = await startRedis()
+    const store = new RedisJobStore(redis.url, "lt")
+    try {
+      const statuses: ReadonlyArray<Job["status"]> = ["QUEUED", "COMPLETED", "FAILED"]
+      const all: Array<Job> = []
+      for (let i = 0; i < 30; i++) {
+        // Three jobs per millisecond: equal created_at across status sets, ordered by id.
+        const j = { ...job(`job_${String(i).padStart(3, "0")}`, statuses[i % 3]), created_at: nowIso(1_700_000_000_000 + Math.floor(i / 3)) }
+        await store.create(j)
+        all.push(j)
+      }
+      const queries = [
+        { limit: 4, offset: 0 },
+        { limit: 5, offset: 7, status: ["COMPLETED", "FAILED"] as const },
+        { limit: 50, offset: 0, status: ["QUEUED"] as const },
+        { limit: 3, offset: 2, status: ["FAILED", "QUEUED"] as const, created_after: 1_700_000_000_002, created_before: 1_700_000_000_008 }
+      ]
+      for (const q of queries) {
+        const got = await store.list({ ...q, status: q.status ? [...q.status] : undefined })
+        const want = applyListQuery(all, { ...q, status: q.status ? [...q.status] : undefined })
+        expect(got.total).toBe(want.total)
+        expect(got.jobs.map((j) => j.job_id)).toEqual(want.jobs.map((j) => j.job_id))
+      }
+    } finally {
+      await store.close()
+      await redis.stop()
+    }
   })
 })
