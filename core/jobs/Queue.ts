@@ -9,8 +9,11 @@
  *   `<job_id>.<attempt>`; retries are new BullMQ jobs with a delay, because the retry policy
  *   (kinds, history, attempts) is ours, not BullMQ's. A worker process that dies mid-job loses its
  *   BullMQ lock; BullMQ's stalled check puts the job back and another worker claims it.
+ *   The BullMQ worker fetches up to `concurrency` deliveries ahead of the running ones (see
+ *   `PREFETCH_WAIT_MS`), so a finishing job's completion, BullMQ's finish of it and the next
+ *   job's claim leave in one write instead of waiting a round trip for BullMQ's next job.
  */
-import { Queue as BullQueue, Worker as BullWorker } from "bullmq"
+import { DelayedError, Queue as BullQueue, Worker as BullWorker } from "bullmq"
 import { Redis } from "ioredis"
 import type { Job } from "./Job.ts"
 import type { RedisSettings } from "./Settings.ts"
@@ -115,6 +118,58 @@ export class EmbeddedQueue implements JobQueue {
   }
 }
 
+/**
+ * How long a fetched-ahead delivery waits for a free slot before it is handed back to the queue
+ * (ms): a process busy with long jobs must not sit on jobs another worker process could run.
+ */
+export const PREFETCH_WAIT_MS = 1_000
+
+/**
+ * At most `size` holders at once; `acquire` waits in FIFO order up to a deadline. A release hands
+ * the slot straight to the oldest waiter, in the releasing call's tick.
+ */
+class Slots {
+  private held = 0
+  private closed = false
+  private readonly waiters: Array<{ grant: (ok: boolean) => void; timer: NodeJS.Timeout }> = []
+
+  constructor(private readonly size: number) {}
+
+  /** Resolves true with a slot held, false when none freed within `waitMs` or on `abort`. */
+  acquire(waitMs: number): Promise<boolean> {
+    if (this.closed) return Promise.resolve(false)
+    if (this.held < this.size) {
+      this.held++
+      return Promise.resolve(true)
+    }
+    return new Promise((resolve) => {
+      const w = {
+        grant: (ok: boolean) => {
+          clearTimeout(w.timer)
+          resolve(ok)
+        },
+        timer: setTimeout(() => {
+          this.waiters.splice(this.waiters.indexOf(w), 1)
+          resolve(false)
+        }, waitMs)
+      }
+      this.waiters.push(w)
+    })
+  }
+
+  release(): void {
+    const next = this.waiters.shift()
+    if (next) next.grant(true)
+    else this.held--
+  }
+
+  /** Turns every waiter, and every later `acquire`, away (false). */
+  abort(): void {
+    this.closed = true
+    for (const w of this.waiters.splice(0)) w.grant(false)
+  }
+}
+
 /** BullMQ queue of the redis backend; see the module comment. */
 export class RedisQueue implements JobQueue {
   private readonly connection: Redis
@@ -123,6 +178,7 @@ export class RedisQueue implements JobQueue {
   private readonly queue: BullQueue
   private worker: BullWorker | undefined
   private workerConnection: Redis | undefined
+  private slots: Slots | undefined
 
   readonly completionOrdered: boolean
 
@@ -176,13 +232,26 @@ export class RedisQueue implements JobQueue {
     const lockMs = Math.max(200, Math.round(this.settings.lock_s * 1000))
     // Ours to close only when not shared with the store.
     if (!this.storeClient) this.workerConnection = new Redis(this.settings.url, { maxRetriesPerRequest: null })
-    this.worker = new BullWorker("jobs", async (bj) => {
-      const data = bj.data as { id: string; snapshot?: Job }
-      await deliver(data.id, data.snapshot)
+    const slots = new Slots(concurrency)
+    this.slots = slots
+    this.worker = new BullWorker("jobs", async (bj, token) => {
+      if (!(await slots.acquire(PREFETCH_WAIT_MS))) {
+        // No slot in time (long jobs here) or stopping: back to the queue for any worker. The
+        // record is still QUEUED (nothing was claimed), so no attempt is counted.
+        await bj.moveToDelayed(Date.now(), token)
+        throw new DelayedError()
+      }
+      try {
+        const data = bj.data as { id: string; snapshot?: Job }
+        await deliver(data.id, data.snapshot)
+      } finally {
+        slots.release()
+      }
     }, {
       connection: this.storeClient ?? this.workerConnection!,
       prefix: this.settings.prefix,
-      concurrency,
+      // `concurrency` run at once (the slots); as many more are fetched ahead, waiting for one.
+      concurrency: concurrency * 2,
       lockDuration: lockMs,
       stalledInterval: Math.max(100, Math.round(lockMs / 2)),
       // A job whose worker died is always handed out again; our attempt count bounds re-runs.
@@ -197,6 +266,7 @@ export class RedisQueue implements JobQueue {
   }
 
   close = async (): Promise<void> => {
+    this.slots?.abort()
     await this.worker?.close()
     this.workerConnection?.disconnect()
     await this.queue.close()
