@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest"
 import { LocalFileStore, safeName, validKey } from "../../../core/jobs/FileStore.ts"
 import { type Job, nowIso } from "../../../core/jobs/Job.ts"
 import { applyListQuery, FileJobStore } from "../../../core/jobs/JobStore.ts"
-import { EmbeddedQueue } from "../../../core/jobs/Queue.ts"
+import { EmbeddedQueue, RedisQueue } from "../../../core/jobs/Queue.ts"
 import { RedisJobStore } from "../../../core/jobs/RedisJobStore.ts"
 import { signV4 } from "../../../core/jobs/S3.ts"
 import { startRedis, tempDir } from "./support.ts"
@@ -149,4 +149,40 @@ describe("RedisJobStore list", () => {
       await redis.stop()
     }
   })
+})
+
+describe("RedisQueue", () => {
+  it("a delivery fetched ahead behind a long job goes back to the queue and another process runs it", async () => {
+    const redis = await startRedis()
+    const settings = { url: redis.url, prefix: "pf", lock_s: 5 }
+    const busy = new RedisQueue(settings)
+    const idle = new RedisQueue(settings)
+    let release: () => void = () => {}
+    const long = new Promise<void>((r) => {
+      release = r
+    })
+    const ranBy = new Map<string, string>()
+    try {
+      await busy.start(async (id) => {
+        ranBy.set(id, "busy")
+        if (id === "job_long") await long
+      }, 1)
+      await busy.enqueue(job("job_long"), 0)
+      await new Promise((r) => setTimeout(r, 100))
+      await busy.enqueue(job("job_next"), 0)
+      await new Promise((r) => setTimeout(r, 100))
+      expect(ranBy.has("job_next")).toBe(false) // fetched ahead, waiting for the busy slot
+      await idle.start(async (id) => {
+        ranBy.set(id, "idle")
+      }, 1)
+      const deadline = Date.now() + 6_000
+      while (!ranBy.has("job_next") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+      expect(ranBy.get("job_next")).toBe("idle")
+    } finally {
+      release()
+      await busy.close()
+      await idle.close()
+      await redis.stop()
+    }
+  }, 15_000)
 })
