@@ -55,6 +55,8 @@ export type Cancelled =
 /** The runtime. Build with `JobsRuntime.open`, release with `close`. */
 export class JobsRuntime {
   private sweeper: NodeJS.Timeout | undefined
+  /** The sweep in progress, if any: `close` waits for it so it does not run on closed connections. */
+  private sweeping: Promise<unknown> | undefined
   /** Records runnable before this time were already checked for a lost queue entry. */
   private orphansCheckedTo = -Infinity
   private unsubscribeCancel: (() => void) | undefined
@@ -138,8 +140,9 @@ export class JobsRuntime {
     this.sweeper = setInterval(() => {
       if (busy) return
       busy = true
-      this.sweep().catch((e) => console.error(`[jobs] sweep: ${(e as Error)?.message ?? e}`)).finally(() => {
+      this.sweeping = this.sweep().catch((e) => console.error(`[jobs] sweep: ${(e as Error)?.message ?? e}`)).finally(() => {
         busy = false
+        this.sweeping = undefined
       })
     }, ms)
     this.sweeper.unref()
@@ -329,6 +332,12 @@ export class JobsRuntime {
    */
   async close(): Promise<void> {
     if (this.sweeper) clearInterval(this.sweeper)
+    // Bounded: with Redis unreachable a sweep waits for it indefinitely.
+    if (this.sweeping) {
+      let timer: NodeJS.Timeout | undefined
+      await Promise.race([this.sweeping, new Promise((r) => (timer = setTimeout(r, 1_000)))])
+      clearTimeout(timer)
+    }
     this.worker.shutdown()
     this.unsubscribeCancel?.()
     await this.queue.close()
