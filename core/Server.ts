@@ -1,6 +1,8 @@
 /**
  * Listeners: compiles the routes mounted on one listener into an `HttpApp`, adds the listener's
  * `/openapi.json`, request logging and error rendering, and serves it on a Node HTTP server.
+ * Routes with a `fast` pre-handler are offered each request on the raw Node path first (see
+ * `Route.fast`); what they decline continues into the Effect app with its body replayed.
  *
  * Shutdown (scope close): the listener stops accepting, idle keep-alive sockets are closed,
  * in-flight requests get `graceMs` to finish, then every socket is closed.
