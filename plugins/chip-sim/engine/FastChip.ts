@@ -178,8 +178,28 @@ export class FastChip {
     this.fns = compileCccs(tables, ccc, SMALL)
   }
 
-  /** Takes a (consistent) state; arrays are copied. */
-  load(s: { value: Uint8Array; pullup: Uint8Array; pulldown: Uint8Array }): void {
+  /**
+   * Whether this evaluator can carry `s` forward: every transistor conducts as its gate says,
+   * and only pins (clk0, res, rdy, so, irq, nmi, db0..7) have pulls other than the netlist's
+   * (the compiled code takes the others' pull-ups as constants).
+   */
+  canLoad(s: NodeState): boolean {
+    const t = this.tables
+    const gate = t.netlist.gate
+    for (let i = 0; i < t.transistorCount; i++) if (s.transOn[i] !== s.value[gate[i]!]) return false
+    const p = t.pins
+    const driven = new Set<number>([p.clk0, p.res, p.rdy, p.so, p.irq, p.nmi, ...p.db])
+    const pullup = t.netlist.pullup
+    for (let n = 0; n < t.nodeCount; n++) {
+      if (driven.has(n)) continue
+      if (s.pulldown[n] || s.pullup[n] !== pullup[n]) return false
+    }
+    return true
+  }
+
+  /** Takes a state {@link canLoad} accepts; arrays are copied. @throws Error otherwise */
+  load(s: NodeState): void {
+    if (!this.canLoad(s)) throw new Error("FastChip: state has transistors not following their gates, or pulls off the pins")
     this.value = Uint8Array.from(s.value)
     this.pullup = Uint8Array.from(s.pullup)
     this.pulldown = Uint8Array.from(s.pulldown)
