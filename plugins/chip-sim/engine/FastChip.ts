@@ -162,6 +162,8 @@ export class FastChip {
   private stamp: Int32Array
   private gen = 0
   private chg: Int32Array
+  /** CCCs that are one pulled-up node with pull-down transistors only (no pin): NMOS NOR/inverter. */
+  private readonly nor: Uint8Array
   private rank: Int32Array
   private readonly fns: Array<CccFn>
 
@@ -176,6 +178,15 @@ export class FastChip {
     this.chg = new Int32Array(ccc.maxSize)
     this.rank = new Int32Array(ccc.maxSize)
     this.fns = compileCccs(tables, ccc, SMALL)
+    this.nor = new Uint8Array(ccc.cccCount)
+    const p = tables.pins
+    const driven = new Set<number>([p.clk0, p.res, p.rdy, p.so, p.irq, p.nmi, ...p.db])
+    for (let cc = 0; cc < ccc.cccCount; cc++) {
+      if (ccc.cNodeStart[cc + 1]! - ccc.cNodeStart[cc]! !== 1) continue
+      const n = ccc.cNodes[ccc.cNodeStart[cc]!]!
+      if (driven.has(n) || !tables.netlist.pullup[n] || ccc.vccStart[n + 1]! !== ccc.vccStart[n]!) continue
+      this.nor[cc] = 1
+    }
   }
 
   /**
@@ -309,6 +320,7 @@ export class FastChip {
     const vccStart = c.vccStart
     const vccGate = c.vccGate
     const rank = this.rank
+    const nor = this.nor
     const value = this.value
     const pullup = this.pullup
     const pulldown = this.pulldown
@@ -328,7 +340,22 @@ export class FastChip {
         let m = 0
         const s = cNodeStart[cc]!
         const k = cNodeStart[cc + 1]! - s
-        if (k === 1) {
+        if (nor[cc]) {
+          // a pulled-up node whose only rail contacts are pull-downs: high unless one conducts
+          const n = cNodes[s]!
+          let nv = 1
+          for (let q = gndStart[n]!, e = gndStart[n + 1]!; q < e; q++) {
+            if (value[gndGate[q]!]) {
+              nv = 0
+              break
+            }
+          }
+          if (value[n] !== nv) {
+            value[n] = nv
+            chg[0] = n
+            m = 1
+          }
+        } else if (k === 1) {
           const n = cNodes[s]!
           let r = 0
           for (let q = gndStart[n]!, e = gndStart[n + 1]!; q < e; q++) {
