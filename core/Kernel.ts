@@ -75,6 +75,8 @@ export interface Kernel {
 
 const KERNEL_KEYS = new Set(["enabled", "listener", "module"])
 
+const NO_CONTRIBUTIONS: PluginStatus["contributions"] = { routes: 0, jobTypes: [], graphOps: [], mcpTools: [] }
+
 /** Resolves and imports a plugin module; returns its definition. */
 export const importPlugin = async (name: string, module: string | undefined, configDir: string): Promise<{ def: PluginDefinition; source: string }> => {
   let file: string
@@ -183,7 +185,7 @@ export const boot = (loaded: LoadedConfig, mode: BootMode = "serve"): Effect.Eff
       const { enabled, listener, module } = decoded.right
       if (!enabled) {
         disabled.add(name)
-        statuses.set(name, { name, version: null, description: null, source: module ?? "built-in", listener: listener ?? null, status: "disabled", dependsOn: [], contributions: { routes: 0, jobTypes: [], graphOps: [], mcpTools: [] } })
+        statuses.set(name, { name, version: null, description: null, source: module ?? "built-in", listener: listener ?? null, status: "disabled", dependsOn: [], contributions: NO_CONTRIBUTIONS })
         continue
       }
       const { def, source } = yield* Effect.tryPromise({ try: () => importPlugin(name, module, loaded.dir), catch: (e) => e as BootError })
@@ -215,14 +217,25 @@ export const boot = (loaded: LoadedConfig, mode: BootMode = "serve"): Effect.Eff
     const routeOwners = new Map<string, string>()
     const starts: Array<Effect.Effect<void, never, any>> = []
     const unavailable = new Set<string>()
+    // One method and path per listener, whoever contributes it (a plugin or the kernel itself).
+    const mount = (listener: string, plugin: string, route: MountedRoute["route"], label = plugin) => {
+      const key = `${listener} ${route.method} ${route.path}`
+      const owner = routeOwners.get(key)
+      if (owner) return Effect.fail(new DuplicateContribution({ kind: `route on listener ${listener}`, id: `${route.method} ${route.path}`, first: owner, second: label }))
+      routeOwners.set(key, label)
+      routes.get(listener)!.push({ plugin, route })
+      return Effect.void
+    }
+    const markUnavailable = (c: (typeof ordered)[number], base: Omit<PluginStatus, "status" | "contributions">, reason: string) => {
+      unavailable.add(c.name)
+      statuses.set(c.name, { ...base, status: "unavailable", reason, contributions: NO_CONTRIBUTIONS })
+      return Effect.logWarning(`plugin ${c.name} unavailable: ${reason}`).pipe(Effect.annotateLogs({ plugin: c.name }))
+    }
     for (const c of ordered) {
       const base = { name: c.name, version: c.def.version, description: c.def.description, source: c.source, listener: c.listener, dependsOn: c.def.dependsOn }
       const missingDep = c.def.dependsOn.find((d) => unavailable.has(d))
       if (missingDep) {
-        unavailable.add(c.name)
-        const reason = `depends on plugin ${missingDep}, which is unavailable`
-        yield* Effect.logWarning(`plugin ${c.name} unavailable: ${reason}`).pipe(Effect.annotateLogs({ plugin: c.name }))
-        statuses.set(c.name, { ...base, status: "unavailable", reason, contributions: { routes: 0, jobTypes: [], graphOps: [], mcpTools: [] } })
+        yield* markUnavailable(c, base, `depends on plugin ${missingDep}, which is unavailable`)
         continue
       }
       const pluginDir = path.join(dataDir, c.name)
@@ -239,22 +252,14 @@ export const boot = (loaded: LoadedConfig, mode: BootMode = "serve"): Effect.Eff
       if (Exit.isFailure(exit)) {
         const failure = Cause.failureOption(exit.cause)
         if (Option.isSome(failure) && failure.value._tag === "PluginUnavailable") {
-          unavailable.add(c.name)
-          yield* Effect.logWarning(`plugin ${c.name} unavailable: ${failure.value.reason}`).pipe(Effect.annotateLogs({ plugin: c.name }))
-          statuses.set(c.name, { ...base, status: "unavailable", reason: failure.value.reason, contributions: { routes: 0, jobTypes: [], graphOps: [], mcpTools: [] } })
+          yield* markUnavailable(c, base, failure.value.reason)
           continue
         }
         const reason = Option.isSome(failure) ? failure.value.reason : Cause.pretty(exit.cause).split("\n")[0]
         return yield* Effect.fail(new BootError(`setup failed: ${reason}`, c.name))
       }
       const contrib: Contributions = exit.value
-      for (const route of contrib.routes ?? []) {
-        const key = `${c.listener} ${route.method} ${route.path}`
-        const owner = routeOwners.get(key)
-        if (owner) return yield* Effect.fail(new DuplicateContribution({ kind: `route on listener ${c.listener}`, id: `${route.method} ${route.path}`, first: owner, second: c.name }))
-        routeOwners.set(key, c.name)
-        routes.get(c.listener)!.push({ plugin: c.name, route })
-      }
+      for (const route of contrib.routes ?? []) yield* mount(c.listener, c.name, route)
       for (const jt of contrib.jobTypes ?? []) yield* jobTypes.register(c.name, jt.id, jt)
       for (const op of contrib.graphOps ?? []) yield* graphOps.register(c.name, op.name, op)
       for (const tool of contrib.mcpTools ?? []) yield* mcpTools.register(c.name, `${c.listener}/${tool.name}`, { ...tool, listener: c.listener })
@@ -276,11 +281,7 @@ export const boot = (loaded: LoadedConfig, mode: BootMode = "serve"): Effect.Eff
       const tools = mcpTools.values().filter((t) => t.value.listener === l.name).map((t) => t.value)
       if (tools.length === 0) continue
       for (const route of mcpRoutes(tools, { name: `platform/${l.name}`, version: VERSION })) {
-        const key = `${l.name} ${route.method} ${route.path}`
-        const owner = routeOwners.get(key)
-        if (owner) return yield* Effect.fail(new DuplicateContribution({ kind: `route on listener ${l.name}`, id: `${route.method} ${route.path}`, first: owner, second: "kernel (MCP endpoint)" }))
-        routeOwners.set(key, "kernel")
-        routes.get(l.name)!.push({ plugin: "kernel", route })
+        yield* mount(l.name, "kernel", route, "kernel (MCP endpoint)")
       }
     }
     const plugins = Object.keys(config.plugins).map((n) => statuses.get(n)!).filter(Boolean)
