@@ -13,6 +13,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { definePlugin, PluginUnavailable } from "../../core/Plugin.ts"
 import { routes } from "./Api.ts"
+import { NETLIST_FILES } from "./engine/Netlist.ts"
 import * as Domain from "./Domain.ts"
 import { makeChipSimulator } from "./Simulation.ts"
 import { defaultPoolSize, makeSimulatorPool } from "./SimulatorPool.ts"
@@ -36,7 +37,8 @@ export const netlistCandidates = (configDir: string, configured?: string): Array
         path.resolve(configDir, "../shared/chip-sim/netlist")
       ]
 
-const hasNetlist = (dir: string) => ["segdefs.js", "transdefs.js", "nodenames.js"].every((f) => fs.existsSync(path.join(dir, f)))
+/** True when `dir` holds all three netlist files. */
+export const hasNetlist = (dir: string): boolean => NETLIST_FILES.every((f) => fs.existsSync(path.join(dir, f)))
 
 export default definePlugin({
   name: "chip-sim",

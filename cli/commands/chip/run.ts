@@ -1,9 +1,8 @@
 import { Args, Flags } from "@oclif/core"
 import * as fs from "node:fs"
-import * as path from "node:path"
 import { AssembleError } from "../../../plugins/chip-sim/assembler/AssembleError.ts"
 import { makeChipSimulator } from "../../../plugins/chip-sim/Simulation.ts"
-import { netlistCandidates } from "../../../plugins/chip-sim/plugin.ts"
+import { hasNetlist, netlistCandidates } from "../../../plugins/chip-sim/plugin.ts"
 import type { Observation } from "../../../plugins/chip-sim/engine/Observe.ts"
 import { ROOT } from "../../../core/Kernel.ts"
 import { PlatformCommand, table } from "../../Base.ts"
@@ -42,7 +41,7 @@ export default class ChipRun extends PlatformCommand {
       }
     })()
     const candidates = [...netlistCandidates(process.cwd(), flags.netlist), ...(flags.netlist ? [] : netlistCandidates(ROOT))]
-    const dir = candidates.find((d) => fs.existsSync(path.join(d, "transdefs.js")))
+    const dir = candidates.find(hasNetlist)
     if (!dir) this.error(`visual6502 netlist not found in ${[...new Set(candidates)].join(", ")}; run \`platform chip fetch-netlist\``, { exit: 1 })
     const watch = flags.watch ? flags.watch.split(",").map((s) => s.trim()).filter(Boolean) : []
     const untilPc = flags["until-pc"] !== undefined ? parseAddr(flags["until-pc"]) : undefined
