@@ -161,4 +161,3 @@ export const writeSchemas = async (): Promise<{ written: Array<string>; removed:
   return { written: Object.keys(files), removed, errors }
 }
 
-export { START as REFERENCE_START, END as REFERENCE_END }
