@@ -128,12 +128,6 @@ export interface ChipTables {
   /** Transistors gated by node n: gateStart[n]..gateStart[n+1]-1 of gateT. */
   readonly gateStart: Int32Array
   readonly gateT: Int32Array
-  /** Nodes queued when n falls (both channel terminals of the transistors it gates). */
-  readonly depOffStart: Int32Array
-  readonly depOff: Int32Array
-  /** Nodes queued when n rises (one terminal per transistor it gates). */
-  readonly depOnStart: Int32Array
-  readonly depOn: Int32Array
   readonly pins: PinIds
   /**
    * Zobrist keys, three 32-bit words per state bit (node level, pull-up, pull-down, transistor
@@ -146,21 +140,44 @@ export interface ChipTables {
   readonly zTrans: Int32Array
   readonly zData: Int32Array
   /**
-   * What a level change of node n does to the per-node caches when every transistor it gates
-   * switches with it (the usual case, see Chip.consistent): ground/power counts of the nodes in
-   * effGnd/effVcc change by one each (a node appears once per transistor), the nodes in
-   * effMaskNode toggle bit effMaskBit of their conduction mask; zGate is the XOR of the
-   * Zobrist keys of n's gated transistors.
+   * What a level change of node n does to the per-node words of Chip.ns when every transistor it
+   * gates switches with it (the usual case, see Chip.consistent): entries effStart[n] ..
+   * effStart[n+1]-1 add effAmt[k] (rising) or subtract it (falling) at ns[effIdx[k]], one entry
+   * per contact: a conduction-mask bit of each terminal of a node-to-node channel, a count of
+   * ground or power contacts (see DRV_GND, DRV_VCC). zGate is the XOR of the Zobrist keys of
+   * n's gated transistors.
    */
-  readonly effGndStart: Int32Array
-  readonly effGnd: Int32Array
-  readonly effVccStart: Int32Array
-  readonly effVcc: Int32Array
-  readonly effMaskStart: Int32Array
-  readonly effMaskNode: Int32Array
-  readonly effMaskBit: Int32Array
+  readonly effStart: Int32Array
+  readonly effIdx: Int32Array
+  readonly effAmt: Int32Array
   readonly zGate: Int32Array
+  /**
+   * Nodes queued when n changes, by its new level nv: dep[depStart[2n+nv]..depStart[2n+nv+1]-1].
+   * Falling (nv = 0): both non-rail channel terminals of each transistor n gates; rising: one
+   * (the first non-rail one) per transistor.
+   */
+  readonly depStart: Int32Array
+  readonly dep: Int32Array
 }
+
+/**
+ * Layout of a node's drive word (Chip.ns[2n+1]): bit 0 pull-up, bit 1 pull-down, the count of
+ * conducting transistors to power from bit 8 and to ground from bit 16. Zero: the node is
+ * driven by nothing but its channels and stored charge.
+ */
+export const DRV_PULLUP = 1
+export const DRV_PULLDOWN = 2
+export const DRV_VCC = 0x100
+export const DRV_GND = 0x10000
+
+/**
+ * Rank of a node alone from its drive word d and level v, the priority of a group's level:
+ * 5 ground, 4 power, 3 pull-down, 2 pull-up, 1 stored high charge, 0 nothing. A group is high
+ * when its highest rank is 1, 2 or 4: bit `rank` of RANK_HIGH.
+ */
+const rankOf = (d: number, v: number): number =>
+  d >= DRV_GND ? 5 : d >= DRV_VCC ? 4 : d & DRV_PULLDOWN ? 3 : d & DRV_PULLUP ? 2 : v
+const RANK_HIGH = 0b10110
 
 const csr = (n: number, lists: ReadonlyArray<ReadonlyArray<number>>): [Int32Array, Int32Array] => {
   const start = new Int32Array(n + 1)
@@ -254,8 +271,6 @@ export const makeTables = (netlist: Netlist): ChipTables => {
   const [chanStart, chanTf] = csr(nn, chanT)
   const [, chanOf] = csr(nn, chanO)
   const [gateStart, gateT] = csr(nn, gates)
-  const [depOffStart, depOffF] = csr(nn, depOff)
-  const [depOnStart, depOnF] = csr(nn, depOn)
   // Fixed seed: fingerprints (and so memo hits) do not depend on the process.
   let seed = 0x2545f491
   const rnd = () => {
@@ -266,28 +281,36 @@ export const makeTables = (netlist: Netlist): ChipTables => {
   }
   const keys = (n: number) => Int32Array.from({ length: n * 3 }, rnd)
   const zTrans = keys(nt)
-  const effGnd: Array<Array<number>> = Array.from({ length: nn }, () => [])
-  const effVcc: Array<Array<number>> = Array.from({ length: nn }, () => [])
-  const effMaskN: Array<Array<number>> = Array.from({ length: nn }, () => [])
-  const effMaskB: Array<Array<number>> = Array.from({ length: nn }, () => [])
+  const effIdx: Array<Array<number>> = Array.from({ length: nn }, () => [])
+  const effAmt: Array<Array<number>> = Array.from({ length: nn }, () => [])
+  const gndCount = new Int32Array(nn)
+  const vccCount = new Int32Array(nn)
   const zGate = new Int32Array(nn * 3)
   for (let n = 0; n < nn; n++) {
     for (const t of gates[n]!) {
       zGate[n * 3] ^= zTrans[t * 3]!
       zGate[n * 3 + 1] ^= zTrans[t * 3 + 1]!
       zGate[n * 3 + 2] ^= zTrans[t * 3 + 2]!
-      if (tKind[t] === 1) effGnd[n]!.push(tNode1[t]!)
-      else if (tKind[t] === 2) effVcc[n]!.push(tNode1[t]!)
-      else if (tKind[t] === 3) {
-        effMaskN[n]!.push(tNode1[t]!, tNode2[t]!)
-        effMaskB[n]!.push(tBit1[t]!, tBit2[t]!)
+      if (tKind[t] === 1) {
+        effIdx[n]!.push(2 * tNode1[t]! + 1)
+        effAmt[n]!.push(DRV_GND)
+        gndCount[tNode1[t]!]!++
+      } else if (tKind[t] === 2) {
+        effIdx[n]!.push(2 * tNode1[t]! + 1)
+        effAmt[n]!.push(DRV_VCC)
+        vccCount[tNode1[t]!]!++
+      } else if (tKind[t] === 3) {
+        effIdx[n]!.push(2 * tNode1[t]!, 2 * tNode2[t]!)
+        effAmt[n]!.push(tBit1[t]!, tBit2[t]!)
       }
     }
   }
-  const [effGndStart, effGndF] = csr(nn, effGnd)
-  const [effVccStart, effVccF] = csr(nn, effVcc)
-  const [effMaskStart, effMaskNodeF] = csr(nn, effMaskN)
-  const [, effMaskBitF] = csr(nn, effMaskB)
+  if (vccCount.some((c) => c >= DRV_GND / DRV_VCC) || gndCount.some((c) => c >= 0x7fff)) {
+    throw new Error("a node has too many transistors to a rail for its drive word")
+  }
+  const [effStart, effIdxF] = csr(nn, effIdx)
+  const [, effAmtF] = csr(nn, effAmt)
+  const [depStart, depF] = csr(2 * nn, Array.from({ length: 2 * nn }, (_, i) => (i & 1 ? depOn : depOff)[i >> 1]!))
   const ids = (prefix: string, k: number) => Int32Array.from({ length: k }, (_, i) => nodeId(netlist, `${prefix}${i}`))
   return {
     netlist,
@@ -308,22 +331,16 @@ export const makeTables = (netlist: Netlist): ChipTables => {
     tBit2,
     gateStart,
     gateT,
-    depOffStart,
-    depOff: depOffF,
-    depOnStart,
-    depOn: depOnF,
     zValue: keys(nn),
     zPullup: keys(nn),
     zPulldown: keys(nn),
     zTrans,
     zData: keys(256),
-    effGndStart,
-    effGnd: effGndF,
-    effVccStart,
-    effVcc: effVccF,
-    effMaskStart,
-    effMaskNode: effMaskNodeF,
-    effMaskBit: effMaskBitF,
+    effStart,
+    effIdx: effIdxF,
+    effAmt: effAmtF,
+    depStart,
+    dep: depF,
     zGate,
     pins: {
       clk0: nodeId(netlist, "clk0"),
@@ -353,11 +370,12 @@ export interface NodeState {
  * the Simulator keeps one and reloads its state for every request.
  *
  * Speed without changing the order of events (checked node for node against a plain
- * implementation of the scheme on every golden program): contact with a rail is read from
- * per-node counts of conducting transistors to ground and to power, and each node keeps a
- * bitmask of its conducting node-to-node transistors, all updated when a transistor switches.
- * A node whose mask is 0 is alone in its group and is recomputed in O(1); a group walk visits
- * only set bits, lowest first, which is the transistor-row order a recursive walk would take.
+ * implementation of the scheme on every golden program): each node keeps two words, a drive
+ * word (its pulls and its counts of conducting transistors to ground and to power) and a bitmask
+ * of its conducting node-to-node transistors, both updated by adding or subtracting a node's
+ * precomputed effect list when it changes level. A node whose mask is 0 is alone in its group
+ * and is recomputed from its drive word alone; a group walk visits only set bits, lowest first,
+ * which is the transistor-row order a recursive walk would take.
  *
  * On top, states that recur are carried forward from memos keyed by a fingerprint of the whole
  * state: single settles (halfStep) and spans of 32 half-cycles (runHalfCycles). Both only ever
@@ -386,14 +404,12 @@ export class Chip {
     return this.trans
   }
 
-  /** Conducting transistors from each node to ground / power: caches of transOn. */
-  private gndOn: Int32Array
-  private vccOn: Int32Array
   /**
-   * Conducting node-to-node transistors at each node, bit k for the k-th entry of its nnT list:
-   * 0 means the node is alone in its group, and a walk visits only the set bits.
+   * Two words per node, caches of transOn and the pulls: ns[2n] has bit k set while the k-th
+   * transistor of n's nnT list conducts (0: n is alone in its group, and a walk visits only the
+   * set bits); ns[2n+1] is n's drive word (DRV_PULLUP etc.: pulls and rail contacts).
    */
-  private onMask: Int32Array
+  private ns: Int32Array
   private stackMask: Int32Array
   private listA: Int32Array
   private listB: Int32Array
@@ -466,9 +482,7 @@ export class Chip {
     this.pullup = new Uint8Array(nn)
     this.pulldown = new Uint8Array(nn)
     this.trans = new Uint8Array(tables.transistorCount)
-    this.gndOn = new Int32Array(nn)
-    this.vccOn = new Int32Array(nn)
-    this.onMask = new Int32Array(nn)
+    this.ns = new Int32Array(2 * nn)
     this.stackMask = new Int32Array(nn + 1)
     this.listA = new Int32Array(nn)
     this.listB = new Int32Array(nn)
@@ -566,17 +580,19 @@ export class Chip {
     this.listGen = 0
     this.groupStamp.fill(0)
     this.groupGen = 0
-    this.gndOn.fill(0)
-    this.vccOn.fill(0)
-    this.onMask.fill(0)
+    const ns = this.ns
+    for (let n = 0; n < t.nodeCount; n++) {
+      ns[2 * n] = 0
+      ns[2 * n + 1] = (this.pullup[n] ? DRV_PULLUP : 0) | (this.pulldown[n] ? DRV_PULLDOWN : 0)
+    }
     for (let i = 0; i < t.transistorCount; i++) {
       if (!this.transOn[i]) continue
       const k = t.tKind[i]!
-      if (k === 1) this.gndOn[t.tNode1[i]!]!++
-      else if (k === 2) this.vccOn[t.tNode1[i]!]!++
+      if (k === 1) ns[2 * t.tNode1[i]! + 1]! += DRV_GND
+      else if (k === 2) ns[2 * t.tNode1[i]! + 1]! += DRV_VCC
       else if (k === 3) {
-        this.onMask[t.tNode1[i]!]! |= t.tBit1[i]!
-        this.onMask[t.tNode2[i]!]! |= t.tBit2[i]!
+        ns[2 * t.tNode1[i]!]! |= t.tBit1[i]!
+        ns[2 * t.tNode2[i]!]! |= t.tBit2[i]!
       }
     }
   }
@@ -611,6 +627,7 @@ export class Chip {
     const k = node * 3
     if (this.pullup[node] !== up) {
       this.pullup[node] = up
+      this.ns[2 * node + 1]! ^= DRV_PULLUP
       if (this.memoActive) {
         this.h1 ^= t.zPullup[k]!
         this.h2 ^= t.zPullup[k + 1]!
@@ -619,6 +636,7 @@ export class Chip {
     }
     if (this.pulldown[node] !== down) {
       this.pulldown[node] = down
+      this.ns[2 * node + 1]! ^= DRV_PULLDOWN
       if (this.memoActive) {
         this.h1 ^= t.zPulldown[k]!
         this.h2 ^= t.zPulldown[k + 1]!
@@ -813,8 +831,11 @@ export class Chip {
     const p = this.tables.pins
     for (let i = 0; i < 9; i++) {
       const node = i === 0 ? p.clk0 : p.db[i - 1]!
-      this.pullup[node] = m.pulls[i * 2]!
-      this.pulldown[node] = m.pulls[i * 2 + 1]!
+      const up = m.pulls[i * 2]!
+      const down = m.pulls[i * 2 + 1]!
+      this.pullup[node] = up
+      this.pulldown[node] = down
+      this.ns[2 * node + 1] = (this.ns[2 * node + 1]! & ~(DRV_PULLUP | DRV_PULLDOWN)) | (up ? DRV_PULLUP : 0) | (down ? DRV_PULLDOWN : 0)
     }
     this.h1 = m.h1
     this.h2 = m.h2
@@ -973,11 +994,7 @@ export class Chip {
     const nnStart = t.nnStart
     const nnOther = t.nnOther
     const value = this.value
-    const pullup = this.pullup
-    const pulldown = this.pulldown
-    const gndOn = this.gndOn
-    const vccOn = this.vccOn
-    const onMask = this.onMask
+    const ns = this.ns
     const groupStamp = this.groupStamp
     const group = this.group
     const stackNode = this.stackNode
@@ -990,31 +1007,32 @@ export class Chip {
       this.listGen = 0
       this.groupGen = 0
     }
+    if (this.consistent) this.transStale = true
     for (let pass = 0; pass < MAX_SETTLE_PASSES && count > 0; pass++) {
       const gen = ++this.listGen
       let nextCount = 0
       for (let i = 0; i < count; i++) {
         const start = cur[i]!
         if (start === vss || start === vcc) continue
-        if (onMask[start] === 0) {
-          // Alone in its group: rails by count, then pulls, then stored charge.
-          const nv = gndOn[start] ? 0 : vccOn[start] ? 1 : pulldown[start] ? 0 : pullup[start] ? 1 : value[start]!
-          if (nv !== value[start]) nextCount = this.change(start, nv, next, nextCount, gen)
+        const sm = ns[2 * start]!
+        if (sm === 0) {
+          // Alone in its group: rails by count, then pulls, then stored charge (unchanged).
+          const d = ns[2 * start + 1]!
+          if (d === 0) continue
+          const nv = d >= DRV_GND ? 0 : d >= DRV_VCC ? 1 : d & DRV_PULLDOWN ? 0 : 1
+          if (nv !== value[start]) nextCount = this.flip(start, nv, next, nextCount, gen)
           continue
         }
-        // rank: 0 nothing, 1 high charge, 2 pull-up, 3 pull-down, 4 power, 5 ground
-        const sm = onMask[start]!
         if ((sm & (sm - 1)) === 0) {
           // One conducting channel to a node with no other: a pair, walked start first.
           const o = nnOther[nnStart[start]! + 31 - Math.clz32(sm)]!
-          const om = onMask[o]!
+          const om = ns[2 * o]!
           if ((om & (om - 1)) === 0) {
-            const ra = gndOn[start] ? 5 : vccOn[start] ? 4 : pulldown[start] ? 3 : pullup[start] ? 2 : value[start]!
-            const rb = gndOn[o] ? 5 : vccOn[o] ? 4 : pulldown[o] ? 3 : pullup[o] ? 2 : value[o]!
-            const r = ra > rb ? ra : rb
-            const nv = r === 1 || r === 2 || r === 4 ? 1 : 0
-            if (value[start] !== nv) nextCount = this.change(start, nv, next, nextCount, gen)
-            if (value[o] !== nv) nextCount = this.change(o, nv, next, nextCount, gen)
+            const ra = rankOf(ns[2 * start + 1]!, value[start]!)
+            const rb = rankOf(ns[2 * o + 1]!, value[o]!)
+            const nv = (RANK_HIGH >> (ra > rb ? ra : rb)) & 1
+            if (value[start] !== nv) nextCount = this.flip(start, nv, next, nextCount, gen)
+            if (value[o] !== nv) nextCount = this.flip(o, nv, next, nextCount, gen)
             continue
           }
         }
@@ -1028,20 +1046,11 @@ export class Chip {
         groupStamp[start] = ggen
         group[gcount++] = start
         stackNode[0] = nnStart[start]!
-        stackMask[0] = onMask[start]!
+        stackMask[0] = sm
         for (;;) {
           if (rank < 5) {
-            if (gndOn[m]) rank = 5
-            else if (rank < 4) {
-              if (vccOn[m]) rank = 4
-              else if (rank < 3) {
-                if (pulldown[m]) rank = 3
-                else if (rank < 2) {
-                  if (pullup[m]) rank = 2
-                  else if (rank < 1 && value[m]) rank = 1
-                }
-              }
-            }
+            const r = rankOf(ns[2 * m + 1]!, value[m]!)
+            if (r > rank) rank = r
           }
           let found = -1
           while (sp >= 0) {
@@ -1063,12 +1072,12 @@ export class Chip {
           group[gcount++] = m
           sp++
           stackNode[sp] = nnStart[m]!
-          stackMask[sp] = onMask[m]!
+          stackMask[sp] = ns[2 * m]!
         }
-        const nv = rank === 1 || rank === 2 || rank === 4 ? 1 : 0
+        const nv = (RANK_HIGH >> rank) & 1
         for (let k = 0; k < gcount; k++) {
           const n = group[k]!
-          if (value[n] !== nv) nextCount = this.change(n, nv, next, nextCount, gen)
+          if (value[n] !== nv) nextCount = this.flip(n, nv, next, nextCount, gen)
         }
       }
       const tmp = cur
@@ -1081,40 +1090,76 @@ export class Chip {
   }
 
   /**
-   * Sets node n to nv, switches the transistors it gates (keeping the per-node caches) and
-   * queues their channel terminals for the next pass; returns the new queue length.
+   * Sets node n to nv, switches the transistors it gates (keeping the per-node words) and queues
+   * their channel terminals for the next pass; returns the new queue length.
    */
+  private flip(n: number, nv: number, next: Int32Array, nextCount: number, gen: number): number {
+    if (!this.consistent) return this.change(n, nv, next, nextCount, gen)
+    if (this.memoActive || this.recording || this.macroRec) this.note(n, nv)
+    const t = this.tables
+    this.value[n] = nv
+    const ns = this.ns
+    const effIdx = t.effIdx
+    const effAmt = t.effAmt
+    const end = t.effStart[n + 1]!
+    if (nv) for (let k = t.effStart[n]!; k < end; k++) ns[effIdx[k]!]! += effAmt[k]!
+    else for (let k = t.effStart[n]!; k < end; k++) ns[effIdx[k]!]! -= effAmt[k]!
+    const dep = t.dep
+    const listStamp = this.listStamp
+    for (let k = t.depStart[2 * n + nv]!, e = t.depStart[2 * n + nv + 1]!; k < e; k++) {
+      const d = dep[k]!
+      if (listStamp[d] !== gen) {
+        listStamp[d] = gen
+        next[nextCount++] = d
+      }
+    }
+    return nextCount
+  }
+
+  /** Bookkeeping of a consistent-state change of n to nv for the memo: recorders, fingerprint. */
+  private note(n: number, nv: number): void {
+    if (this.recording && this.recStamp[n] !== this.recGen) {
+      this.recStamp[n] = this.recGen
+      this.recNodes.push(n)
+      this.recNodeWas.push(nv ^ 1)
+    }
+    if (this.macroRec && this.macroStamp[n] !== this.macroGen) {
+      this.macroStamp[n] = this.macroGen
+      this.macroOrig[n] = nv ^ 1
+      this.macroNodes.push(n)
+    }
+    if (this.memoActive) {
+      const t = this.tables
+      const z = t.zValue
+      const g = t.zGate
+      const k = n * 3
+      this.h1 ^= z[k]! ^ g[k]!
+      this.h2 ^= z[k + 1]! ^ g[k + 1]!
+      this.h3 ^= z[k + 2]! ^ g[k + 2]!
+    }
+  }
+
+  /** {@link flip} for states where transistors need not conduct as their gates say. */
   private change(n: number, nv: number, next: Int32Array, nextCount: number, gen: number): number {
     const t = this.tables
-    if (this.consistent) {
-      if (this.recording && this.recStamp[n] !== this.recGen) {
-        this.recStamp[n] = this.recGen
-        this.recNodes.push(n)
-        this.recNodeWas.push(nv ^ 1)
-      }
-      this.switchGates(n, nv)
-      if (this.memoActive) {
-        const z = t.zValue
-        const g = t.zGate
-        const k = n * 3
-        this.h1 ^= z[k]! ^ g[k]!
-        this.h2 ^= z[k + 1]! ^ g[k + 1]!
-        this.h3 ^= z[k + 2]! ^ g[k + 2]!
-      }
-      return this.queueDeps(n, nv, next, nextCount, gen)
-    }
     const transOn = this.trans
     const gateT = t.gateT
     const gateStart = t.gateStart
     const tKind = t.tKind
     const tNode1 = t.tNode1
     const zTrans = t.zTrans
+    const ns = this.ns
     const recording = this.recording
     const hashing = this.memoActive
     if (recording && this.recStamp[n] !== this.recGen) {
       this.recStamp[n] = this.recGen
       this.recNodes.push(n)
       this.recNodeWas.push(nv ^ 1)
+    }
+    if (this.macroRec && this.macroStamp[n] !== this.macroGen) {
+      this.macroStamp[n] = this.macroGen
+      this.macroOrig[n] = nv ^ 1
+      this.macroNodes.push(n)
     }
     this.value[n] = nv
     let x1 = 0
@@ -1136,20 +1181,13 @@ export class Chip {
         x3 ^= zTrans[tr * 3 + 2]!
       }
       const kind = tKind[tr]!
-      if (kind === 0) continue
-      if (kind === 1) this.gndOn[tNode1[tr]!]! += nv ? 1 : -1
-      else if (kind === 2) this.vccOn[tNode1[tr]!]! += nv ? 1 : -1
-      else {
-        const onMask = this.onMask
-        const a = tNode1[tr]!
-        const b = t.tNode2[tr]!
-        if (nv) {
-          onMask[a]! |= t.tBit1[tr]!
-          onMask[b]! |= t.tBit2[tr]!
-        } else {
-          onMask[a]! &= ~t.tBit1[tr]!
-          onMask[b]! &= ~t.tBit2[tr]!
-        }
+      // The transistor's contacts flip with it: add when it turns on, subtract when it turns off.
+      const sign = nv ? 1 : -1
+      if (kind === 1) ns[2 * tNode1[tr]! + 1]! += sign * DRV_GND
+      else if (kind === 2) ns[2 * tNode1[tr]! + 1]! += sign * DRV_VCC
+      else if (kind === 3) {
+        ns[2 * tNode1[tr]!]! += sign * t.tBit1[tr]!
+        ns[2 * t.tNode2[tr]!]! += sign * t.tBit2[tr]!
       }
     }
     if (hashing) {
@@ -1158,7 +1196,16 @@ export class Chip {
       this.h2 ^= x2 ^ z[n * 3 + 1]!
       this.h3 ^= x3 ^ z[n * 3 + 2]!
     }
-    return this.queueDeps(n, nv, next, nextCount, gen)
+    const dep = t.dep
+    const listStamp = this.listStamp
+    for (let k = t.depStart[2 * n + nv]!, e = t.depStart[2 * n + nv + 1]!; k < e; k++) {
+      const d = dep[k]!
+      if (listStamp[d] !== gen) {
+        listStamp[d] = gen
+        next[nextCount++] = d
+      }
+    }
+    return nextCount
   }
 
   /**
@@ -1179,36 +1226,11 @@ export class Chip {
       const gateT = t.gateT
       for (let k = t.gateStart[n]!, end = t.gateStart[n + 1]!; k < end; k++) trans[gateT[k]!] = nv
     }
-    const delta = nv ? 1 : -1
-    const gndOn = this.gndOn
-    const effGnd = t.effGnd
-    for (let k = t.effGndStart[n]!, end = t.effGndStart[n + 1]!; k < end; k++) gndOn[effGnd[k]!]! += delta
-    const vccOn = this.vccOn
-    const effVcc = t.effVcc
-    for (let k = t.effVccStart[n]!, end = t.effVccStart[n + 1]!; k < end; k++) vccOn[effVcc[k]!]! += delta
-    const onMask = this.onMask
-    const mn = t.effMaskNode
-    const mb = t.effMaskBit
-    for (let k = t.effMaskStart[n]!, end = t.effMaskStart[n + 1]!; k < end; k++) onMask[mn[k]!]! ^= mb[k]!
-  }
-
-  /** Queues the dependants of node n's change to nv for the next pass; returns the queue length. */
-  private queueDeps(n: number, nv: number, next: Int32Array, nextCount: number, gen: number): number {
-    const t = this.tables
-    let ds = t.depOffStart
-    let dl = t.depOff
-    if (nv) {
-      ds = t.depOnStart
-      dl = t.depOn
-    }
-    const listStamp = this.listStamp
-    for (let k = ds[n]!, end = ds[n + 1]!; k < end; k++) {
-      const d = dl[k]!
-      if (listStamp[d] !== gen) {
-        listStamp[d] = gen
-        next[nextCount++] = d
-      }
-    }
-    return nextCount
+    const ns = this.ns
+    const effIdx = t.effIdx
+    const effAmt = t.effAmt
+    const end = t.effStart[n + 1]!
+    if (nv) for (let k = t.effStart[n]!; k < end; k++) ns[effIdx[k]!]! += effAmt[k]!
+    else for (let k = t.effStart[n]!; k < end; k++) ns[effIdx[k]!]! -= effAmt[k]!
   }
 }
