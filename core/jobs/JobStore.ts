@@ -51,6 +51,12 @@ export interface JobStore {
    * that compare-and-set try it first to save a read. Resolves `undefined` when the id is unknown.
    */
   readonly update: (id: string, fn: Transition, known?: Job) => Promise<Updated | undefined>
+  /**
+   * Writes `next` only if the stored record is exactly `prev` (one compare-and-set, no re-read,
+   * no retry); resolves whether it was written. Offered by stores whose writes are ordered with
+   * the queue's (`JobQueue.completionOrdered`); the worker uses it to defer its claim.
+   */
+  readonly replace?: (prev: Job, next: Job) => Promise<boolean>
   readonly list: (q: ListQuery) => Promise<ListPage>
   /** QUEUED jobs whose `scheduled_at` is before `ms` and not before `fromMs` (default: any). */
   readonly queuedBefore: (ms: number, fromMs?: number) => Promise<ReadonlyArray<Job>>

@@ -18,8 +18,13 @@ import { Redis } from "ioredis"
 import type { Job } from "./Job.ts"
 import type { RedisSettings } from "./Settings.ts"
 
-/** Runs one delivered job; never rejects (failures are written to the store). */
-export type Deliver = (id: string, snapshot: Job | undefined) => Promise<void>
+/**
+ * Runs one delivered job; never rejects (failures are written to the store). `snapshot` is the
+ * record as enqueued; `first` is true when the queue knows this is the entry's first delivery
+ * (not a redelivery after a stalled worker, nor a hand-back), so `snapshot` is still the stored
+ * record unless a cancel or timeout changed it since.
+ */
+export type Deliver = (id: string, snapshot: Job | undefined, first: boolean) => Promise<void>
 
 /** A dispatch backend. */
 export interface JobQueue {
@@ -102,7 +107,7 @@ export class EmbeddedQueue implements JobQueue {
       }
       this.pending.delete(id)
       this.running++
-      this.deliver(id, snapshot).finally(() => {
+      this.deliver(id, snapshot, false).finally(() => {
         this.running--
         if (this.running === 0) for (const f of this.idle.splice(0)) f()
         this.pump()
@@ -243,7 +248,8 @@ export class RedisQueue implements JobQueue {
       }
       try {
         const data = bj.data as { id: string; snapshot?: Job }
-        await deliver(data.id, data.snapshot)
+        // `attemptsStarted` counts BullMQ's moves to active: above 1 after a stall or a hand-back.
+        await deliver(data.id, data.snapshot, bj.attemptsStarted <= 1 && bj.stalledCounter === 0)
       } finally {
         slots.release()
       }

@@ -180,6 +180,8 @@ export class RedisJobStore implements JobStore {
     throw new Error(`job ${id}: too much contention`)
   }
 
+  replace = async (prev: Job, next: Job): Promise<boolean> => (await this.cas(prev, next)) === 1
+
   private async fetch(ids: ReadonlyArray<string>): Promise<Array<Job>> {
     const out: Array<Job> = []
     for (let i = 0; i < ids.length; i += 500) {

@@ -34,12 +34,68 @@ export class WorkerShutdown extends Error {
   }
 }
 
+/** Abort reason of an attempt whose deferred claim did not take (cancelled or timed out while QUEUED). */
+export class ClaimLost extends Error {
+  readonly name = "ClaimLost"
+  constructor() {
+    super("job was cancelled or timed out before its claim was recorded")
+  }
+}
+
+/**
+ * A claim (QUEUED -> PROCESSING record) and its write. A deferred claim is written on the next turn
+ * of the event loop unless `fold` takes it over first (the caller then writes the outcome over
+ * `prev` itself); `write` forces it out. `onLost` runs when the write does not take.
+ */
+class Claim {
+  private written: Promise<boolean> | undefined
+  private immediate: NodeJS.Immediate | undefined
+
+  constructor(
+    private readonly replace: ((prev: Job, next: Job) => Promise<boolean>) | undefined,
+    /** The record the claim is written over (the delivery's snapshot). */
+    readonly prev: Job,
+    /** The PROCESSING record. */
+    readonly job: Job,
+    private readonly onLost: () => void
+  ) {
+    if (replace) this.immediate = setImmediate(() => void this.write().catch(() => {}))
+  }
+
+  /** A claim already recorded. */
+  static written(job: Job): Claim {
+    const c = new Claim(undefined, job, job, () => {})
+    c.written = Promise.resolve(true)
+    return c
+  }
+
+  /** Writes the claim if it is not written yet; resolves whether the stored record is the claim. */
+  write(): Promise<boolean> {
+    if (!this.written) {
+      clearImmediate(this.immediate)
+      this.written = this.replace!(this.prev, this.job).then((ok) => {
+        if (!ok) this.onLost()
+        return ok
+      })
+    }
+    return this.written
+  }
+
+  /** True when the claim was not written yet: it never will be, the caller's write replaces it. */
+  fold(): boolean {
+    if (this.written) return false
+    clearImmediate(this.immediate)
+    this.written = Promise.resolve(true)
+    return true
+  }
+}
+
 /**
  * Why a running attempt's signal was aborted: a `JobFailure` of kind CANCELLED (DELETE) or
  * TIMEOUT (WORKER_TIMEOUT), or `WorkerShutdown`. Errors, so fetches rejecting with the reason
  * still throw an Error.
  */
-export type AbortReason = JobFailure | WorkerShutdown
+export type AbortReason = JobFailure | WorkerShutdown | ClaimLost
 
 const NETWORK_CODES = new Set([
   "ECONNREFUSED", "ECONNRESET", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "EPIPE", "EHOSTUNREACH", "ENETUNREACH",
@@ -107,49 +163,75 @@ export class JobWorker {
     await Promise.allSettled([...this.writes])
   }
 
-  /** Handles one delivery; never rejects. */
-  deliver = async (id: string, snapshot: Job | undefined): Promise<void> => {
+  /** Handles one delivery (see `Deliver`); never rejects. */
+  deliver = async (id: string, snapshot: Job | undefined, first: boolean): Promise<void> => {
     try {
-      await this.run(id, snapshot)
+      await this.run(id, snapshot, first)
     } catch (e) {
       // Store unreachable mid-run: the record stays as it was, the sweeper or recovery handles it.
       console.error(`[jobs] ${id}: ${(e as Error)?.message ?? e}`)
     }
   }
 
-  private async run(id: string, snapshot: Job | undefined): Promise<void> {
+  /**
+   * The claim transition: QUEUED to PROCESSING for this worker (attempt counted), a PROCESSING
+   * record of a dead worker first put back (`lostAttempt`), QUEUE_TIMEOUT enforced; undefined
+   * when the record is not claimable.
+   */
+  private claimTransition(j: Job): Job | undefined {
+    const now = Date.now()
+    let job = j
+    if (job.status === "PROCESSING") {
+      // Delivered again while the record says PROCESSING and this process is not running it:
+      // the worker that claimed it died (BullMQ stall recovery). That attempt counts.
+      job = lostAttempt(job, now)
+      if (job.status !== "QUEUED") return job
+    }
+    if (job.status !== "QUEUED") return undefined
+    const at = nowIso(now)
+    if (scheduledMs(job)! + this.limits.queue_timeout_s * 1000 < now) return queueTimedOut(job, at, this.limits.queue_timeout_s)
+    const attempt = job.attempts + 1
+    return {
+      ...job,
+      status: "PROCESSING",
+      attempts: attempt,
+      started_at: at,
+      worker: this.name,
+      progress: 0,
+      message: undefined,
+      scheduled_at: undefined,
+      history: [...job.history, { status: "PROCESSING", timestamp: at, worker: this.name, attempt }]
+    }
+  }
+
+  /**
+   * Claims the job, then runs the attempt. A first delivery on a store whose writes are ordered
+   * with the queue's (redis) claims from the delivery's snapshot without waiting for Redis: the
+   * handler starts at once and the claim is written on the next turn of the event loop, or
+   * together with the outcome in one write when the handler settles first (a trivial job then
+   * costs one record write, not two, and no round trip holds its slot). A claim that does not
+   * take (the job was cancelled or timed out meanwhile) aborts the handler (`ClaimLost`) and
+   * nothing is recorded; the context's `progress` and `files.put` wait for the claim. Other
+   * deliveries claim with a compare-and-set first, as before.
+   */
+  private async run(id: string, snapshot: Job | undefined, first: boolean): Promise<void> {
     if (this.stopping || this.running.has(id)) return
-    const queueTimeoutMs = this.limits.queue_timeout_s * 1000
-    const claimed = await this.store.update(id, (j) => {
-      const now = Date.now()
-      let job = j
-      if (job.status === "PROCESSING") {
-        // Delivered again while the record says PROCESSING and this process is not running it:
-        // the worker that claimed it died (BullMQ stall recovery). That attempt counts.
-        job = lostAttempt(job, now)
-        if (job.status !== "QUEUED") return job
+    const controller = new AbortController()
+    let claim: Claim | undefined
+    if (first && snapshot && this.queue.completionOrdered && this.store.replace) {
+      const next = this.claimTransition(snapshot)
+      if (next?.status === "PROCESSING") {
+        claim = new Claim(this.store.replace, snapshot, next, () => controller.abort(new ClaimLost()))
       }
-      if (job.status !== "QUEUED") return undefined
-      const at = nowIso(now)
-      if (scheduledMs(job)! + queueTimeoutMs < now) return queueTimedOut(job, at, this.limits.queue_timeout_s)
-      const attempt = job.attempts + 1
-      return {
-        ...job,
-        status: "PROCESSING",
-        attempts: attempt,
-        started_at: at,
-        worker: this.name,
-        progress: 0,
-        message: undefined,
-        scheduled_at: undefined,
-        history: [...job.history, { status: "PROCESSING", timestamp: at, worker: this.name, attempt }]
-      }
-    }, snapshot)
-    if (!claimed?.changed || claimed.job.status !== "PROCESSING" || claimed.job.worker !== this.name) return
-    let job = claimed.job
+    }
+    if (!claim) {
+      const claimed = await this.store.update(id, (j) => this.claimTransition(j), snapshot)
+      if (!claimed?.changed || claimed.job.status !== "PROCESSING" || claimed.job.worker !== this.name) return
+      claim = Claim.written(claimed.job)
+    }
+    let job = claim.job
     const attempt = job.attempts
     const type = this.lookup(job.job_type)
-    const controller = new AbortController()
     this.running.set(id, { controller, attempt })
     const timeoutMs = this.limits.worker_timeout_s * 1000
     const timer = setTimeout(() => {
@@ -157,6 +239,10 @@ export class JobWorker {
     }, timeoutMs)
     let workDir: string | undefined
     const mine = (j: Job): boolean => j.status === "PROCESSING" && j.attempts === attempt && j.worker === this.name
+    /** Waits for the claim to be recorded; throws the abort reason when it did not take. */
+    const claimed = async (): Promise<void> => {
+      if (!(await claim.write())) throw controller.signal.reason
+    }
     try {
       if (!type) throw new JobFailure("INTERNAL_ERROR", `no worker for job type "${job.job_type}" in this process`, false)
       const decoded = Schema.decodeUnknownEither(type.payload)(job.payload, { errors: "all" })
@@ -172,12 +258,14 @@ export class JobWorker {
           return workDir
         },
         progress: async (percent, message) => {
+          await claimed()
           const p = Math.max(0, Math.min(100, Math.round(percent)))
           const r = await this.store.update(id, (j) => (mine(j) ? { ...j, progress: p, ...(message !== undefined ? { message } : {}) } : undefined), job)
           if (r?.changed) job = r.job
         },
         files: {
           put: async (name, data, contentType) => {
+            await claimed()
             const f = await this.files.put(name, data, contentType)
             const r = await this.store.update(id, (j) => (mine(j) ? { ...j, files: [...(j.files ?? []), f.key] } : undefined), job)
             if (r?.changed) job = r.job
@@ -188,7 +276,7 @@ export class JobWorker {
       const value = await raceAbort(type.handler(decoded.right, ctx), controller.signal)
       const encoded = Schema.encodeUnknownEither(type.result)(value, { errors: "all" })
       if (encoded._tag === "Left") throw new JobFailure("INTERNAL_ERROR", `result does not match the ${type.id} result schema: ${formatIssues(encoded.left)}`, false)
-      const completed = this.store.update(id, (j) => {
+      const complete = (j: Job): Job | undefined => {
         if (!mine(j)) return undefined
         const at = nowIso()
         return {
@@ -201,7 +289,12 @@ export class JobWorker {
           worker: undefined,
           history: [...j.history, { status: "COMPLETED", timestamp: at, worker: this.name, attempt }]
         }
-      }, job)
+      }
+      // Claim not written yet: one write from the delivered QUEUED record straight to the outcome
+      // (history keeps the PROCESSING entry); it does not take only if a cancel or timeout won.
+      const completed = claim.fold()
+        ? this.store.replace!(claim.prev, complete(claim.job)!)
+        : this.store.update(id, complete, job)
       if (this.queue.completionOrdered) {
         // The write is already on the connection BullMQ will complete the delivery on, so it lands
         // first; not waiting for its reply saves a round trip per job.
@@ -212,6 +305,8 @@ export class JobWorker {
         await completed
       }
     } catch (thrown) {
+      // Failures are rare: the claim is recorded first, then the outcome written over it.
+      if (!(await claim.write().catch(() => false))) return
       const reason = controller.signal.aborted ? (controller.signal.reason as AbortReason) : undefined
       if (reason instanceof JobFailure && reason.kind === "CANCELLED") return // the record is already CANCELLED
       if (reason instanceof WorkerShutdown) {
@@ -253,6 +348,7 @@ export class JobWorker {
       if (r?.changed && r.job.status === "QUEUED") await this.queue.enqueue(r.job, retryDelayMs)
     } finally {
       clearTimeout(timer)
+      claim.fold()
       this.running.delete(id)
       if (workDir) await fsp.rm(workDir, { recursive: true, force: true }).catch(() => {})
     }
