@@ -36,75 +36,103 @@ const ROUNDS = Number(process.env.JOBS_BENCH_ROUNDS ?? 2)
 const ONLY_REDIS = process.env.JOBS_BENCH_ONLY === "redis"
 const WARMUP = 50
 
-// The producer thread: plain JS (no TypeScript loader in threads), CommonJS `require` for bullmq.
-const PRODUCER = `
+// The BullMQ producer thread: plain JS (no TypeScript loader in threads), CommonJS `require`.
+const BULLMQ_PRODUCER = `
 const { workerData, parentPort } = require("node:worker_threads")
-const { kind, url, n, width, expect } = workerData
-let add
-let close = async () => {}
-if (kind === "http") {
-  // node:http with keep-alive: undici's fetch costs several times more CPU per request.
-  const http = require("node:http")
-  const agent = new http.Agent({ keepAlive: true, maxSockets: width })
-  add = () => new Promise((resolve, reject) => {
-    const req = http.request(url, { agent, method: "POST", headers: { "content-type": "application/json", "content-length": 2 } }, (res) => {
-      if (res.statusCode !== expect) reject(new Error("submit: HTTP " + res.statusCode))
-      res.resume()
-      res.on("end", resolve)
-    })
-    req.on("error", reject)
-    req.end("{}")
-  })
-} else {
-  const { Queue } = require(${JSON.stringify(require_resolve("bullmq"))})
-  const q = new Queue("raw", { connection: { url }, prefix: "benchraw" })
-  add = () => q.add("job", {}, { removeOnComplete: true })
-  close = () => q.close()
-}
-const pool = async (count) => {
+const { Queue } = require(${JSON.stringify(cjsPath("bullmq", "dist/cjs/index.js"))})
+const { url, width } = workerData
+const q = new Queue("raw", { connection: { url }, prefix: "benchraw" })
+const add = () => q.add("job", {}, { removeOnComplete: true })
+parentPort.on("message", async (count) => {
   let next = 0
   await Promise.all(Array.from({ length: width }, async () => { while (next++ < count) await add() }))
-}
-parentPort.on("message", async (m) => {
-  await pool(m)
-  parentPort.postMessage("done")
-  if (m === n) { await close(); process.exit(0) }
+  parentPort.postMessage("")
 })
 `
 
-function require_resolve(m: string): string {
-  return (import.meta as unknown as { resolve: (s: string) => string }).resolve(m).replace(/^file:\/\//, "").replace(/\/esm\/.*$/, "/cjs/index.js")
+/** The absolute path of `file` in package `pkg` (for `require` in eval'd worker threads). */
+function cjsPath(pkg: string, file: string): string {
+  return path.join(ROOT, "node_modules", pkg, file)
 }
 
 /** CPU milliseconds used so far by this process (all threads) and by the redis-server. */
-const cpuMs = async (redisUrl: string): Promise<number> => {
+const cpuMs = async (redisUrl: string): Promise<{ node: number; redis: number }> => {
   const r = new Redis(redisUrl)
   const info = await r.info("cpu")
   r.disconnect()
   const f = (k: string) => Number(new RegExp(`${k}:([0-9.]+)`).exec(info)?.[1] ?? 0)
   const u = process.cpuUsage()
-  return (u.user + u.system) / 1000 + (f("used_cpu_user") + f("used_cpu_sys")) * 1000
+  return { node: (u.user + u.system) / 1000, redis: (f("used_cpu_user") + f("used_cpu_sys")) * 1000 }
 }
+
+/** CPU per job between two `cpuMs` readings. */
+const perJob = (a: { node: number; redis: number }, b: { node: number; redis: number }) => ({
+  cpuMs: (b.node - a.node + b.redis - a.redis) / N,
+  redisCpuMs: (b.redis - a.redis) / N
+})
 
 /** A measurement: jobs per second and CPU milliseconds per job (this process + redis-server). */
 interface Rate {
   readonly perS: number
   readonly cpuMs: number
+  /** The redis-server's share of `cpuMs`. */
+  readonly redisCpuMs: number
 }
 
-/** A producer thread; `run(k)` submits k jobs and resolves when all were accepted. */
-const producer = (kind: "http" | "bullmq", url: string, expect = 202) => {
-  const t = new Thread(PRODUCER, { eval: true, workerData: { kind, url, n: N, width: IN_FLIGHT, expect } })
+/** A producer: `run(k)` submits k jobs and resolves when all were accepted; `stop` releases it. */
+interface Producer {
+  readonly run: (k: number) => Promise<void>
+  readonly stop: () => Promise<void>
+}
+
+// The HTTP producer thread: autocannon, loaded once, run once per batch.
+const HTTP_PRODUCER = `
+const { workerData, parentPort } = require("node:worker_threads")
+const autocannon = require(${JSON.stringify(cjsPath("autocannon", "autocannon.js"))})
+const { url, width, expect } = workerData
+parentPort.on("message", (amount) => {
+  // Done when the last answer arrives: autocannon's own "done" waits for its next 1-s sample tick.
+  let answered = 0
+  let bad = 0
+  const instance = autocannon({ url, method: "POST", headers: { "content-type": "application/json" }, body: "{}", connections: width, amount })
+  instance.on("response", (client, status) => {
+    if (status !== expect) bad++
+    if (++answered === amount) {
+      parentPort.postMessage(bad === 0 ? "" : bad + " of " + amount + " not answered " + expect)
+      instance.stop()
+    }
+  })
+  instance.on("reqError", (e) => parentPort.postMessage("request error: " + e.message))
+})
+`
+
+/**
+ * POSTs `{}` to `url` from autocannon in a worker thread (`IN_FLIGHT` keep-alive connections, one
+ * request in flight on each); rejects unless every answer has status `expect`. autocannon, not
+ * node:http's client: on this 2-core machine the load generator shares the CPU with the platform,
+ * and node:http's client cost several times the server's CPU per request (floor 6,400-7,900
+ * req/s with it; about 17,000 with autocannon).
+ */
+const httpProducer = (url: string, expect = 202): Producer => thread(HTTP_PRODUCER, { url, width: IN_FLIGHT, expect })
+
+/** A producer thread running `source`: each batch size posted to it is answered with "" or an error. */
+const thread = (source: string, workerData: unknown): Producer => {
+  const t = new Thread(source, { eval: true, workerData })
   return {
-    run: (k: number) =>
+    run: (k) =>
       new Promise<void>((resolve, reject) => {
-        t.once("message", () => resolve())
+        t.once("message", (m: string) => (m === "" ? resolve() : reject(new Error(`submit: ${m}`))))
         t.once("error", reject)
         t.postMessage(k)
       }),
-    stop: () => t.terminate()
+    stop: async () => {
+      await t.terminate()
+    }
   }
 }
+
+/** `queue.add` of BullMQ itself, `IN_FLIGHT` at once, in a worker thread. */
+const bullmqProducer = (url: string): Producer => thread(BULLMQ_PRODUCER, { url, width: IN_FLIGHT })
 
 /**
  * The listener's own ceiling: POSTs to an unknown job type (404, nothing recorded or queued) through
@@ -112,7 +140,7 @@ const producer = (kind: "http" | "bullmq", url: string, expect = 202) => {
  */
 const httpFloor = async (): Promise<number> => {
   const platform = await startPlatform({ cwd: ROOT, yaml: platformYaml({ backend: "embedded", dataDir: tempDir("jobs-bench-"), workers: false }) })
-  const p = producer("http", `${platform.url("jobs")}/api/v1/jobs/no-such-type`, 404)
+  const p = httpProducer(`${platform.url("jobs")}/api/v1/jobs/no-such-type`, 404)
   try {
     await p.run(WARMUP)
     const t0 = performance.now()
@@ -162,7 +190,7 @@ const platformRun = async (backend: "embedded" | "redis", redisUrl: string, sepa
   const platform = await startPlatform({ cwd: ROOT, yaml: yaml(!separateWorker) })
   const worker = separateWorker ? await workerProcess(yaml(true)) : undefined
   const base = platform.url("jobs")
-  const p = producer("http", `${base}/api/v1/jobs/trivial`)
+  const p = httpProducer(`${base}/api/v1/jobs/trivial`)
   try {
     // Completion is polled cheaply: the count of jobs not yet ended.
     const pending = async () => {
@@ -178,7 +206,7 @@ const platformRun = async (backend: "embedded" | "redis", redisUrl: string, sepa
     const t0 = performance.now()
     await p.run(N)
     await drain()
-    const rate = { perS: N / ((performance.now() - t0) / 1000), cpuMs: ((await cpuMs(redisUrl)) - c0) / N }
+    const rate = { perS: N / ((performance.now() - t0) / 1000), ...perJob(c0, await cpuMs(redisUrl)) }
     const done = await fetch(`${base}/api/v1/jobs?status=COMPLETED&limit=1`)
     const total = ((await done.json()) as { total: number }).total
     if (total !== N + WARMUP) throw new Error(`${backend}: ${total} of ${N + WARMUP} jobs COMPLETED`)
@@ -199,7 +227,7 @@ const rawBullmq = async (redisUrl: string): Promise<Rate> => {
   worker.on("completed", () => {
     if (++completed === target) onTarget()
   })
-  const p = producer("bullmq", redisUrl)
+  const p = bullmqProducer(redisUrl)
   try {
     await worker.waitUntilReady()
     const reach = (t: number) => new Promise<void>((r) => {
@@ -215,7 +243,7 @@ const rawBullmq = async (redisUrl: string): Promise<Rate> => {
     const all = reach(WARMUP + N)
     await p.run(N)
     await all
-    return { perS: N / ((performance.now() - t0) / 1000), cpuMs: ((await cpuMs(redisUrl)) - c0) / N }
+    return { perS: N / ((performance.now() - t0) / 1000), ...perJob(c0, await cpuMs(redisUrl)) }
   } finally {
     await p.stop()
     await worker.close()
@@ -229,10 +257,10 @@ export async function benchJobs(): Promise<Record<string, number>> {
   try {
     // Interleaved rounds, best of each: other load on the machine hits all three alike.
     const best = (a: Rate, b: Rate): Rate => (b.perS > a.perS ? b : a)
-    let raw: Rate = { perS: 0, cpuMs: 0 }
-    let embedded: Rate = { perS: 0, cpuMs: 0 }
-    let viaRedis: Rate = { perS: 0, cpuMs: 0 }
-    let separate: Rate = { perS: 0, cpuMs: 0 }
+    let raw: Rate = { perS: 0, cpuMs: 0, redisCpuMs: 0 }
+    let embedded: Rate = { perS: 0, cpuMs: 0, redisCpuMs: 0 }
+    let viaRedis: Rate = { perS: 0, cpuMs: 0, redisCpuMs: 0 }
+    let separate: Rate = { perS: 0, cpuMs: 0, redisCpuMs: 0 }
     let floor = 0
     for (let round = 0; round < ROUNDS; round++) {
       raw = best(raw, await rawBullmq(redis.url))
@@ -255,7 +283,9 @@ export async function benchJobs(): Promise<Record<string, number>> {
       redis_separate_worker_vs_raw_bullmq: Math.round((separate.perS / raw.perS) * 100) / 100,
       embedded_cpu_ms_per_job: ms(embedded),
       redis_cpu_ms_per_job: ms(viaRedis),
-      raw_bullmq_cpu_ms_per_job: ms(raw)
+      raw_bullmq_cpu_ms_per_job: ms(raw),
+      redis_server_cpu_ms_per_job: Math.round(viaRedis.redisCpuMs * 1000) / 1000,
+      raw_bullmq_redis_server_cpu_ms_per_job: Math.round(raw.redisCpuMs * 1000) / 1000
     }
     console.log(figures)
     return figures
