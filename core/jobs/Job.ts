@@ -86,11 +86,18 @@ export const newJobId = (ms: number = Date.now()): string => {
     t = alphabet[n % 32] + t
     n = Math.floor(n / 32)
   }
-  const rnd = randomBytes(16)
+  if (poolAt + 16 > pool.length) {
+    pool = randomBytes(4096)
+    poolAt = 0
+  }
   let r = ""
-  for (let i = 0; i < 16; i++) r += alphabet[rnd[i]! % 32]
+  for (let i = 0; i < 16; i++) r += alphabet[pool[poolAt++]! % 32]
   return `job_${t}${r}`
 }
+
+// Random bytes for ids, drawn 4 KiB at a time (one call to the CSPRNG per 256 ids, not per id).
+let pool = Buffer.alloc(0)
+let poolAt = 0
 
 /** True for COMPLETED, FAILED and CANCELLED. */
 export const isTerminal = (status: JobStatus): boolean => TERMINAL.has(status)

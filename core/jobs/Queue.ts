@@ -9,7 +9,7 @@
  *   `<job_id>.<attempt>`; retries are new BullMQ jobs with a delay, because the retry policy
  *   (kinds, history, attempts) is ours, not BullMQ's. A worker process that dies mid-job loses its
  *   BullMQ lock; BullMQ's stalled check puts the job back and another worker claims it.
- *   The BullMQ worker fetches up to `concurrency` deliveries ahead of the running ones (see
+ *   The BullMQ worker fetches deliveries ahead of the running ones (`fetchAhead`,
  *   `PREFETCH_WAIT_MS`), so a finishing job's completion, BullMQ's finish of it and the next
  *   job's claim leave in one write instead of waiting a round trip for BullMQ's next job.
  */
@@ -128,6 +128,15 @@ export class EmbeddedQueue implements JobQueue {
  * (ms): a process busy with long jobs must not sit on jobs another worker process could run.
  */
 export const PREFETCH_WAIT_MS = 1_000
+
+/**
+ * How many deliveries a BullMQ worker of `concurrency` slots fetches ahead of its running jobs: at
+ * least 16. Short jobs free their slot long before BullMQ's next fetch (one round trip per
+ * finished delivery) comes back, so the fetched-ahead deliveries are what keeps the slots busy;
+ * in the jobs bench (trivial jobs, 4 slots) 4 ahead completed 2,480 jobs/s and 20 ahead 2,910.
+ * A process busy with long jobs hands them back after `PREFETCH_WAIT_MS`.
+ */
+export const fetchAhead = (concurrency: number): number => Math.max(concurrency, 16)
 
 /**
  * At most `size` holders at once; `acquire` waits in FIFO order up to a deadline. A release hands
@@ -256,8 +265,8 @@ export class RedisQueue implements JobQueue {
     }, {
       connection: this.storeClient ?? this.workerConnection!,
       prefix: this.settings.prefix,
-      // `concurrency` run at once (the slots); as many more are fetched ahead, waiting for one.
-      concurrency: concurrency * 2,
+      // `concurrency` run at once (the slots); `fetchAhead` more are fetched, waiting for one.
+      concurrency: concurrency + fetchAhead(concurrency),
       lockDuration: lockMs,
       stalledInterval: Math.max(100, Math.round(lockMs / 2)),
       // A job whose worker died is always handed out again; our attempt count bounds re-runs.
