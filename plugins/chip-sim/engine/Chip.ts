@@ -17,6 +17,11 @@
  *   next pass, the non-rail channel terminals of those transistors: both when they turn off,
  *   one (the first non-rail one) when they turn on, since on they share one group.
  *
+ * The settle loop runs as WebAssembly (SettleKernel.ts, assembled at load time from the text in
+ * that file) over a memory holding the node levels and caches, which the TypeScript code here
+ * reads and writes through typed-array views; states whose transistors do not follow their gates
+ * settle in TypeScript (settleGeneral), the same scheme.
+ *
  * The whole machine state is the four arrays `value`, `pullup`, `pulldown`, `transOn` (see
  * Encoding.ts for their wire form); everything else here is a cache derived from them,
  * including a memo of whole settles and of 32-half-cycle spans keyed by a 96-bit fingerprint
@@ -25,6 +30,7 @@
  * the memo on and off.
  */
 import type { Netlist } from "./Netlist.ts"
+import { LOG_MAX, makeKernel, type Kernel } from "./SettleKernel.ts"
 
 /** Settling gives up after this many passes, as visual6502/perfect6502 do (an oscillating loop). */
 export const MAX_SETTLE_PASSES = 100
@@ -382,7 +388,8 @@ export interface NodeState {
  * reproduce what settling did from the same state; tests compare them node for node.
  */
 export class Chip {
-  value: Uint8Array
+  /** Node levels (a view of the settle kernel's memory: written in place, never replaced). */
+  readonly value: Uint8Array
   pullup: Uint8Array
   pulldown: Uint8Array
   /**
@@ -420,6 +427,10 @@ export class Chip {
   private group: Int32Array
   /** Walk stack: nnStart offset of each node on the path and its not yet followed channels. */
   private stackNode: Int32Array
+  /** The WebAssembly settle loop (SettleKernel.ts) and views of its stamp registers and log. */
+  private readonly kernel: Kernel
+  private readonly regs: Int32Array
+  private readonly log: Int32Array
 
   /**
    * Every transistor conducts exactly when its gate is high. Settling keeps this true, so it is
@@ -437,6 +448,8 @@ export class Chip {
   private memoOld = new Map<number, MemoEntry>()
   private readonly seen = new Set<number>()
   private recording = false
+  /** Set when a logged settle overflowed the kernel's log: the settle being recorded is dropped. */
+  private recordingLost = false
   private recStamp: Int32Array
   private recGen = 0
   private recNodes: Array<number> = []
@@ -478,18 +491,25 @@ export class Chip {
     this.memoEnabled = options.memo !== false
     this.memoActive = this.memoEnabled
     const nn = tables.nodeCount
-    this.value = new Uint8Array(nn)
+    // Levels, node words and settling scratch live in the kernel's memory (shared views).
+    const kernel = makeKernel(tables, MAX_SETTLE_PASSES)
+    const L = kernel.layout
+    const buf = kernel.memory.buffer
+    this.kernel = kernel
+    this.regs = new Int32Array(buf, L.regs, 2)
+    this.log = new Int32Array(buf, L.log, LOG_MAX)
+    this.value = new Uint8Array(buf, L.value, nn)
     this.pullup = new Uint8Array(nn)
     this.pulldown = new Uint8Array(nn)
     this.trans = new Uint8Array(tables.transistorCount)
-    this.ns = new Int32Array(2 * nn)
-    this.stackMask = new Int32Array(nn + 1)
-    this.listA = new Int32Array(nn)
-    this.listB = new Int32Array(nn)
-    this.listStamp = new Int32Array(nn)
-    this.groupStamp = new Int32Array(nn)
-    this.group = new Int32Array(nn)
-    this.stackNode = new Int32Array(nn + 1)
+    this.ns = new Int32Array(buf, L.ns, 2 * nn)
+    this.stackMask = new Int32Array(buf, L.stackMask, nn + 1)
+    this.listA = new Int32Array(buf, L.listA, nn)
+    this.listB = new Int32Array(buf, L.listB, nn)
+    this.listStamp = new Int32Array(buf, L.listStamp, nn)
+    this.groupStamp = new Int32Array(buf, L.groupStamp, nn)
+    this.group = new Int32Array(buf, L.group, nn)
+    this.stackNode = new Int32Array(buf, L.stackNode, nn + 1)
     this.recStamp = new Int32Array(nn)
     this.recTransStamp = new Int32Array(tables.transistorCount)
     this.recTransOrig = new Uint8Array(tables.transistorCount)
@@ -499,7 +519,7 @@ export class Chip {
 
   /** Replaces the electrical state with copies of `s` (lengths must match the netlist). */
   load(s: NodeState): void {
-    this.value = Uint8Array.from(s.value)
+    this.value.set(s.value)
     this.pullup = Uint8Array.from(s.pullup)
     this.pulldown = Uint8Array.from(s.pulldown)
     this.trans = Uint8Array.from(s.transOn)
@@ -603,7 +623,7 @@ export class Chip {
    */
   powerOn(): void {
     const t = this.tables
-    this.value = new Uint8Array(t.nodeCount)
+    this.value.fill(0)
     this.value[t.vcc] = 1
     this.pullup = Uint8Array.from(t.netlist.pullup)
     this.pulldown = new Uint8Array(t.nodeCount)
@@ -930,6 +950,7 @@ export class Chip {
 
   private startRecording(): void {
     this.recording = true
+    this.recordingLost = false
     if (++this.recGen > 0x3fffffff) {
       this.recStamp.fill(0)
       this.recTransStamp.fill(0)
@@ -944,6 +965,7 @@ export class Chip {
   /** The recorded settle, or undefined when its transistor flips do not follow its node flips. */
   private stopRecording(k2: number, k3: number): MemoEntry | undefined {
     this.recording = false
+    if (this.recordingLost) return undefined
     const t = this.tables
     const nodes: Array<number> = []
     let gated = 0
@@ -986,8 +1008,45 @@ export class Chip {
     this.h3 = e.h3
   }
 
-  /** Settles from the first `count` nodes of listA (the event scheme of the module comment). */
+  /**
+   * Settles from the first `count` nodes of listA (the event scheme of the module comment).
+   * Consistent states settle in the WebAssembly kernel; while the memo is on, the kernel logs
+   * each change (node and new level, in order) and the bookkeeping of `note` is done from the
+   * log afterwards, the same calls in the same order as if made during the settle.
+   */
   private settle(count: number): void {
+    if (!this.consistent) return this.settleGeneral(count)
+    if (this.listGen > 0x3fffffff || this.groupGen > 0x3fffffff) {
+      this.listStamp.fill(0)
+      this.groupStamp.fill(0)
+      this.listGen = 0
+      this.groupGen = 0
+    }
+    this.transStale = true
+    const noting = this.memoActive || this.recording || this.macroRec
+    const L = this.kernel.layout
+    const listA = this.listA.byteOffset
+    const listB = listA === L.listA ? L.listB : L.listA
+    const logged = this.kernel.settle(count, listA, listB, this.listGen, this.groupGen, noting ? 1 : 0)
+    this.listGen = this.regs[0]!
+    this.groupGen = this.regs[1]!
+    if (!noting) return
+    if (logged > LOG_MAX) {
+      // Too many changes to log: the fingerprint is rebuilt, and what was being recorded is dropped.
+      this.fingerprint()
+      this.recordingLost = true
+      this.macroRec = false
+      return
+    }
+    const log = this.log
+    for (let i = 0; i < logged; i++) {
+      const e = log[i]!
+      this.note(e >> 1, e & 1)
+    }
+  }
+
+  /** Settle for states where transistors need not conduct as their gates say (TypeScript). */
+  private settleGeneral(count: number): void {
     const t = this.tables
     const vss = t.vss
     const vcc = t.vcc
@@ -995,6 +1054,7 @@ export class Chip {
     const nnOther = t.nnOther
     const value = this.value
     const ns = this.ns
+    const listStamp = this.listStamp
     const groupStamp = this.groupStamp
     const group = this.group
     const stackNode = this.stackNode
@@ -1002,82 +1062,92 @@ export class Chip {
     let cur = this.listA
     let next = this.listB
     if (this.listGen > 0x3fffffff || this.groupGen > 0x3fffffff) {
-      this.listStamp.fill(0)
+      listStamp.fill(0)
       groupStamp.fill(0)
       this.listGen = 0
       this.groupGen = 0
     }
-    if (this.consistent) this.transStale = true
+    let gen = this.listGen
+    let ggen = this.groupGen
     for (let pass = 0; pass < MAX_SETTLE_PASSES && count > 0; pass++) {
-      const gen = ++this.listGen
+      gen++
       let nextCount = 0
       for (let i = 0; i < count; i++) {
         const start = cur[i]!
         if (start === vss || start === vcc) continue
         const sm = ns[2 * start]!
+        let nv: number
+        let gcount: number
         if (sm === 0) {
           // Alone in its group: rails by count, then pulls, then stored charge (unchanged).
           const d = ns[2 * start + 1]!
           if (d === 0) continue
-          const nv = d >= DRV_GND ? 0 : d >= DRV_VCC ? 1 : d & DRV_PULLDOWN ? 0 : 1
-          if (nv !== value[start]) nextCount = this.flip(start, nv, next, nextCount, gen)
-          continue
-        }
-        if ((sm & (sm - 1)) === 0) {
-          // One conducting channel to a node with no other: a pair, walked start first.
-          const o = nnOther[nnStart[start]! + 31 - Math.clz32(sm)]!
-          const om = ns[2 * o]!
-          if ((om & (om - 1)) === 0) {
+          nv = d >= 0x10000 ? 0 : d >= 0x100 ? 1 : d & 2 ? 0 : 1 // DRV_GND, DRV_VCC, DRV_PULLDOWN
+          if (nv === value[start]) continue
+          group[0] = start
+          gcount = 1
+        } else {
+          let o = -1
+          if ((sm & (sm - 1)) === 0) {
+            const x = nnOther[nnStart[start]! + 31 - Math.clz32(sm)]!
+            const om = ns[2 * x]!
+            if ((om & (om - 1)) === 0) o = x
+          }
+          if (o >= 0) {
+            // One conducting channel to a node with no other: a pair, walked start first.
             const ra = rankOf(ns[2 * start + 1]!, value[start]!)
             const rb = rankOf(ns[2 * o + 1]!, value[o]!)
-            const nv = (RANK_HIGH >> (ra > rb ? ra : rb)) & 1
-            if (value[start] !== nv) nextCount = this.flip(start, nv, next, nextCount, gen)
-            if (value[o] !== nv) nextCount = this.flip(o, nv, next, nextCount, gen)
-            continue
-          }
-        }
-        // Depth-first walk over conducting node-to-node transistors in transistor-row order
-        // (the order changes are then applied in), as a recursive walk would visit them.
-        const ggen = ++this.groupGen
-        let rank = 0
-        let gcount = 0
-        let sp = 0
-        let m = start
-        groupStamp[start] = ggen
-        group[gcount++] = start
-        stackNode[0] = nnStart[start]!
-        stackMask[0] = sm
-        for (;;) {
-          if (rank < 5) {
-            const r = rankOf(ns[2 * m + 1]!, value[m]!)
-            if (r > rank) rank = r
-          }
-          let found = -1
-          while (sp >= 0) {
-            const mk = stackMask[sp]!
-            if (mk === 0) {
-              sp--
-              continue
+            nv = (RANK_HIGH >> (ra > rb ? ra : rb)) & 1
+            group[0] = start
+            group[1] = o
+            gcount = 2
+          } else {
+            // Depth-first walk over conducting node-to-node transistors in transistor-row
+            // order (the order changes are then applied in), as a recursive walk would visit.
+            ggen++
+            let rank = 0
+            gcount = 0
+            let sp = 0
+            let m = start
+            groupStamp[start] = ggen
+            group[gcount++] = start
+            stackNode[0] = nnStart[start]!
+            stackMask[0] = sm
+            for (;;) {
+              if (rank < 5) {
+                const r = rankOf(ns[2 * m + 1]!, value[m]!)
+                if (r > rank) rank = r
+              }
+              let found = -1
+              while (sp >= 0) {
+                const mk = stackMask[sp]!
+                if (mk === 0) {
+                  sp--
+                  continue
+                }
+                const low = mk & -mk
+                stackMask[sp] = mk ^ low
+                const x = nnOther[stackNode[sp]! + 31 - Math.clz32(low)]!
+                if (groupStamp[x] === ggen) continue
+                found = x
+                break
+              }
+              if (found < 0) break
+              m = found
+              groupStamp[m] = ggen
+              group[gcount++] = m
+              sp++
+              stackNode[sp] = nnStart[m]!
+              stackMask[sp] = ns[2 * m]!
             }
-            const low = mk & -mk
-            stackMask[sp] = mk ^ low
-            const o = nnOther[stackNode[sp]! + 31 - Math.clz32(low)]!
-            if (groupStamp[o] === ggen) continue
-            found = o
-            break
+            nv = (RANK_HIGH >> rank) & 1
           }
-          if (found < 0) break
-          m = found
-          groupStamp[m] = ggen
-          group[gcount++] = m
-          sp++
-          stackNode[sp] = nnStart[m]!
-          stackMask[sp] = ns[2 * m]!
         }
-        const nv = (RANK_HIGH >> rank) & 1
+        // Apply the level to the group in walk order: each node that changes switches the
+        // transistors it gates and queues its dependants for the next pass.
         for (let k = 0; k < gcount; k++) {
           const n = group[k]!
-          if (value[n] !== nv) nextCount = this.flip(n, nv, next, nextCount, gen)
+          if (value[n] !== nv) nextCount = this.change(n, nv, next, nextCount, gen)
         }
       }
       const tmp = cur
@@ -1085,35 +1155,10 @@ export class Chip {
       next = tmp
       count = nextCount
     }
+    this.listGen = gen
+    this.groupGen = ggen
     this.listA = cur
     this.listB = next
-  }
-
-  /**
-   * Sets node n to nv, switches the transistors it gates (keeping the per-node words) and queues
-   * their channel terminals for the next pass; returns the new queue length.
-   */
-  private flip(n: number, nv: number, next: Int32Array, nextCount: number, gen: number): number {
-    if (!this.consistent) return this.change(n, nv, next, nextCount, gen)
-    if (this.memoActive || this.recording || this.macroRec) this.note(n, nv)
-    const t = this.tables
-    this.value[n] = nv
-    const ns = this.ns
-    const effIdx = t.effIdx
-    const effAmt = t.effAmt
-    const end = t.effStart[n + 1]!
-    if (nv) for (let k = t.effStart[n]!; k < end; k++) ns[effIdx[k]!]! += effAmt[k]!
-    else for (let k = t.effStart[n]!; k < end; k++) ns[effIdx[k]!]! -= effAmt[k]!
-    const dep = t.dep
-    const listStamp = this.listStamp
-    for (let k = t.depStart[2 * n + nv]!, e = t.depStart[2 * n + nv + 1]!; k < e; k++) {
-      const d = dep[k]!
-      if (listStamp[d] !== gen) {
-        listStamp[d] = gen
-        next[nextCount++] = d
-      }
-    }
-    return nextCount
   }
 
   /** Bookkeeping of a consistent-state change of n to nv for the memo: recorders, fingerprint. */
@@ -1139,7 +1184,11 @@ export class Chip {
     }
   }
 
-  /** {@link flip} for states where transistors need not conduct as their gates say. */
+  /**
+   * Sets node n to nv in a state where transistors need not conduct as their gates say: switches
+   * those it gates that differ (keeping the node words, recorders and fingerprint) and queues
+   * their channel terminals for the next pass; returns the new queue length.
+   */
   private change(n: number, nv: number, next: Int32Array, nextCount: number, gen: number): number {
     const t = this.tables
     const transOn = this.trans

@@ -81,7 +81,16 @@ class PlainChip {
 
 const bits = (nl: Netlist, prefix: string, k: number) => Array.from({ length: k }, (_, i) => nl.names.get(`${prefix}${i}`)!)
 
-const compare = (name: string, halfCycles: number, irqEdges: ReadonlyArray<[number, 0 | 1]>, memoResetAt = -1) => {
+/** Transistors switched against their gates by the inconsistent-state test (spread over the netlist). */
+const TAMPERED = [17, 404, 1234, 2024, 2999, 3500]
+
+const compare = (
+  name: string,
+  halfCycles: number,
+  irqEdges: ReadonlyArray<[number, 0 | 1]>,
+  memoResetAt = -1,
+  tamperAt = -1
+) => {
     const nl = loadNetlist(NETLIST_DIR)
     const fast = new Chip(makeTables(nl))
     const plain = new PlainChip(nl)
@@ -130,6 +139,14 @@ const compare = (name: string, halfCycles: number, irqEdges: ReadonlyArray<[numb
         plain.setPin(id("irq"), level)
       }
       if (hc === memoResetAt) fast.memoReset()
+      if (hc === tamperAt) {
+        // a client's edited trans_on: from here on, transistors need not follow their gates
+        const s = fast.save()
+        for (const t of TAMPERED) s.transOn[t] ^= 1
+        fast.load(s)
+        plain.transOn = Uint8Array.from(s.transOn)
+        same("after tampering")
+      }
       fast.halfStep(memA)
       plainHalf()
       same(`after half-cycle ${hc}`)
@@ -148,6 +165,10 @@ describe.skipIf(!haveNetlist)("Chip against a plain statement of the settle sche
     // by half-cycle 1200 arith idles in its final loop; start the memo afresh there
     const fast = compare("arith", 3000, [], 1200)
     expect(fast.memoHits).toBeGreaterThan(500)
+  })
+
+  it("agrees from a state whose transistors do not all conduct as their gates say", () => {
+    compare("irq", 1200, [[700, 0], [760, 1]], -1, 400)
   })
 })
 
