@@ -183,6 +183,46 @@ const source = (t: KernelTables, L: KernelLayout, maxPasses: number): string => 
                     (i32.store offset=${L.group + 4} (i32.const 0) (local.get $o))
                     (local.set $gcount (i32.const 2)))
                   (else
+                   (block $grouped
+                    (block $generic
+                      ;; A star: a centre whose other channels all end at leaves (nodes with one
+                      ;; conducting channel), the centre being start or start's one neighbour $x
+                      ;; (mask $mk). The walk below visits it as start, [centre,] leaves in bit
+                      ;; order, so that order is taken directly; anything else goes to the walk.
+                      (local.set $d (i32.load offset=${L.ns + 4} (i32.shl (local.get $start) (i32.const 3))))
+                      (local.set $rank ${rank("$start")})
+                      (i32.store offset=${L.group} (i32.const 0) (local.get $start))
+                      (local.set $gcount (i32.const 1))
+                      (local.set $m (local.get $start))
+                      (local.set $low (local.get $sm))
+                      (if (i32.eqz (i32.and (local.get $sm) (i32.sub (local.get $sm) (i32.const 1))))
+                        (then
+                          (local.set $m (local.get $x))
+                          (local.set $low (local.get $mk))
+                          (i32.store offset=${L.group + 4} (i32.const 0) (local.get $x))
+                          (local.set $gcount (i32.const 2))
+                          (local.set $d (i32.load offset=${L.ns + 4} (i32.shl (local.get $x) (i32.const 3))))
+                          (local.set $r ${rank("$x")})
+                          (if (i32.gt_u (local.get $r) (local.get $rank)) (then (local.set $rank (local.get $r))))))
+                      ;; $m: centre, $low: its channels not yet followed, $sp: its nnStart
+                      (local.set $sp (i32.load offset=${L.nnStart} (i32.shl (local.get $m) (i32.const 2))))
+                      (loop $leaves
+                        (local.set $o (i32.load offset=${L.nnOther}
+                          (i32.shl
+                            (i32.add (local.get $sp) (i32.sub (i32.const 31) (i32.clz (i32.and (local.get $low) (i32.sub (i32.const 0) (local.get $low))))))
+                            (i32.const 2))))
+                        (local.set $low (i32.and (local.get $low) (i32.sub (local.get $low) (i32.const 1))))
+                        (if (i32.ne (local.get $o) (local.get $start))
+                          (then
+                            (local.set $mk (i32.load offset=${L.ns} (i32.shl (local.get $o) (i32.const 3))))
+                            (br_if $generic (i32.and (local.get $mk) (i32.sub (local.get $mk) (i32.const 1))))
+                            (i32.store offset=${L.group} (i32.shl (local.get $gcount) (i32.const 2)) (local.get $o))
+                            (local.set $gcount (i32.add (local.get $gcount) (i32.const 1)))
+                            (local.set $d (i32.load offset=${L.ns + 4} (i32.shl (local.get $o) (i32.const 3))))
+                            (local.set $r ${rank("$o")})
+                            (if (i32.gt_u (local.get $r) (local.get $rank)) (then (local.set $rank (local.get $r))))))
+                        (br_if $leaves (local.get $low)))
+                      (br $grouped))
                     ;; depth-first walk over conducting channels, lowest bit (transistor row) first
                     (local.set $ggen (i32.add (local.get $ggen) (i32.const 1)))
                     (local.set $rank (i32.const 0))
@@ -233,7 +273,7 @@ const source = (t: KernelTables, L: KernelLayout, maxPasses: number): string => 
                           (i32.load offset=${L.nnStart} (i32.shl (local.get $m) (i32.const 2))))
                         (i32.store offset=${L.stackMask} (i32.shl (local.get $sp) (i32.const 2))
                           (i32.load offset=${L.ns} (i32.shl (local.get $m) (i32.const 3))))
-                        (br $walk)))))
+                        (br $walk))))))
                 ;; high when the top rank is 1, 2 or 4
                 (local.set $nv (i32.and (i32.shr_u (i32.const 22) (local.get $rank)) (i32.const 1)))))
             ;; apply the level in walk order
