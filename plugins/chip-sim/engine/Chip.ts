@@ -842,12 +842,7 @@ export class Chip {
         last = { addr, opcode: memory[addr]! }
       }
     }
-    const value = this.value
-    const nodes = m.nodes
-    for (let i = 0; i < nodes.length; i++) {
-      const n = nodes[i]!
-      this.switchGates(n, value[n]! ^ 1)
-    }
+    this.toggleAll(m.nodes)
     const p = this.tables.pins
     for (let i = 0; i < 9; i++) {
       const node = i === 0 ? p.clk0 : p.db[i - 1]!
@@ -998,11 +993,7 @@ export class Chip {
       const db = this.tables.pins.db
       for (let i = 0; i < 8; i++) this.drive(db[i]!, (byte >> i) & 1)
     }
-    const nodes = e.nodes
-    for (let i = 0; i < nodes.length; i++) {
-      const n = nodes[i]!
-      this.switchGates(n, this.value[n]! ^ 1)
-    }
+    this.toggleAll(e.nodes)
     this.h1 = e.h1
     this.h2 = e.h2
     this.h3 = e.h3
@@ -1258,28 +1249,32 @@ export class Chip {
   }
 
   /**
-   * Sets node n to nv and switches every transistor it gates, updating the caches from the
-   * static effect lists (valid while the state is consistent, and for recorded replays).
+   * Flips every node of `nodes` (distinct) and switches every transistor each gates, updating the
+   * node words from the static effect lists in the kernel (valid while the state is consistent,
+   * and for recorded replays): the net flips of a recorded settle or span.
    */
-  private switchGates(n: number, nv: number): void {
-    const t = this.tables
-    if (this.macroRec && this.macroStamp[n] !== this.macroGen) {
-      this.macroStamp[n] = this.macroGen
-      this.macroOrig[n] = nv ^ 1
-      this.macroNodes.push(n)
+  private toggleAll(nodes: Uint16Array): void {
+    const value = this.value
+    if (this.macroRec) {
+      for (let i = 0; i < nodes.length; i++) {
+        const n = nodes[i]!
+        if (this.macroStamp[n] === this.macroGen) continue
+        this.macroStamp[n] = this.macroGen
+        this.macroOrig[n] = value[n]!
+        this.macroNodes.push(n)
+      }
     }
-    this.value[n] = nv
     if (this.consistent) this.transStale = true
     else {
+      const t = this.tables
       const trans = this.trans
-      const gateT = t.gateT
-      for (let k = t.gateStart[n]!, end = t.gateStart[n + 1]!; k < end; k++) trans[gateT[k]!] = nv
+      for (let i = 0; i < nodes.length; i++) {
+        const n = nodes[i]!
+        const nv = value[n]! ^ 1
+        for (let k = t.gateStart[n]!, end = t.gateStart[n + 1]!; k < end; k++) trans[t.gateT[k]!] = nv
+      }
     }
-    const ns = this.ns
-    const effIdx = t.effIdx
-    const effAmt = t.effAmt
-    const end = t.effStart[n + 1]!
-    if (nv) for (let k = t.effStart[n]!; k < end; k++) ns[effIdx[k]!]! += effAmt[k]!
-    else for (let k = t.effStart[n]!; k < end; k++) ns[effIdx[k]!]! -= effAmt[k]!
+    this.log.set(nodes)
+    this.kernel.toggle(this.kernel.layout.log, nodes.length)
   }
 }

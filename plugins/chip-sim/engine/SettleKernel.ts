@@ -121,9 +121,42 @@ const source = (t: KernelTables, L: KernelLayout, maxPasses: number): string => 
           (i32.and (local.get $d) (i32.const 2)))
         (i32.ge_u (local.get $d) (i32.const 0x100)))
       (i32.ge_u (local.get $d) (i32.const 0x10000)))`
+  // node $n's effect list applied for its new level $nv (uses $e, $end, $x)
+  const effects = `
+    (local.set $e (i32.load offset=${L.effStart} (i32.shl (local.get $n) (i32.const 2))))
+    (local.set $end (i32.load offset=${L.effStart + 4} (i32.shl (local.get $n) (i32.const 2))))
+    (if (i32.lt_u (local.get $e) (local.get $end))
+      (then
+        (if (local.get $nv)
+          (then
+            (loop $rise
+              (local.set $x (i32.load offset=${L.eff} (i32.shl (local.get $e) (i32.const 3))))
+              (i32.store (local.get $x)
+                (i32.add (i32.load (local.get $x)) (i32.load offset=${L.eff + 4} (i32.shl (local.get $e) (i32.const 3)))))
+              (br_if $rise (i32.lt_u (local.tee $e (i32.add (local.get $e) (i32.const 1))) (local.get $end)))))
+          (else
+            (loop $fall
+              (local.set $x (i32.load offset=${L.eff} (i32.shl (local.get $e) (i32.const 3))))
+              (i32.store (local.get $x)
+                (i32.sub (i32.load (local.get $x)) (i32.load offset=${L.eff + 4} (i32.shl (local.get $e) (i32.const 3)))))
+              (br_if $fall (i32.lt_u (local.tee $e (i32.add (local.get $e) (i32.const 1))) (local.get $end))))))))`
   return `
 (module
   (import "env" "memory" (memory ${L.pages}))
+  ;; toggle(addr, count): flips each of the \`count\` node ids at byte address \`addr\`, in order,
+  ;; and applies its effect list for its new level (a recorded replay's net flips)
+  (func $toggle (export "toggle") (param $addr i32) (param $count i32)
+    (local $n i32) (local $nv i32) (local $e i32) (local $end i32) (local $x i32)
+    (block $done
+      (loop $nodes
+        (br_if $done (i32.eqz (local.get $count)))
+        (local.set $n (i32.load (local.get $addr)))
+        (local.set $nv (i32.xor (i32.load8_u offset=${L.value} (local.get $n)) (i32.const 1)))
+        (i32.store8 offset=${L.value} (local.get $n) (local.get $nv))
+        ${effects}
+        (local.set $addr (i32.add (local.get $addr) (i32.const 4)))
+        (local.set $count (i32.sub (local.get $count) (i32.const 1)))
+        (br $nodes))))
   (func $settle (export "settle")
     (param $count i32) (param $cur i32) (param $next i32) (param $gen i32) (param $ggen i32) (param $logging i32)
     (result i32)
@@ -289,25 +322,7 @@ const source = (t: KernelTables, L: KernelLayout, maxPasses: number): string => 
                       (then (i32.store offset=${L.log} (i32.shl (local.get $logged) (i32.const 2))
                         (i32.or (i32.shl (local.get $n) (i32.const 1)) (local.get $nv)))))
                     (local.set $logged (i32.add (local.get $logged) (i32.const 1)))))
-                (local.set $e (i32.load offset=${L.effStart} (i32.shl (local.get $n) (i32.const 2))))
-                (local.set $end (i32.load offset=${L.effStart + 4} (i32.shl (local.get $n) (i32.const 2))))
-                (if (i32.lt_u (local.get $e) (local.get $end))
-                  (then
-                    (if (local.get $nv)
-                      (then
-                        (loop $rise
-                          (local.set $x (i32.load offset=${L.eff} (i32.shl (local.get $e) (i32.const 3))))
-                          (i32.store (local.get $x)
-                            (i32.add (i32.load (local.get $x))
-                              (i32.load offset=${L.eff + 4} (i32.shl (local.get $e) (i32.const 3)))))
-                          (br_if $rise (i32.lt_u (local.tee $e (i32.add (local.get $e) (i32.const 1))) (local.get $end)))))
-                      (else
-                        (loop $fall
-                          (local.set $x (i32.load offset=${L.eff} (i32.shl (local.get $e) (i32.const 3))))
-                          (i32.store (local.get $x)
-                            (i32.sub (i32.load (local.get $x))
-                              (i32.load offset=${L.eff + 4} (i32.shl (local.get $e) (i32.const 3)))))
-                          (br_if $fall (i32.lt_u (local.tee $e (i32.add (local.get $e) (i32.const 1))) (local.get $end))))))))
+                ${effects}
                 (local.set $x (i32.shl (i32.add (i32.shl (local.get $n) (i32.const 1)) (local.get $nv)) (i32.const 2)))
                 (local.set $e (i32.load offset=${L.depStart} (local.get $x)))
                 (local.set $end (i32.load offset=${L.depStart + 4} (local.get $x)))
@@ -339,6 +354,8 @@ export interface Kernel {
   readonly layout: KernelLayout
   readonly memory: WasmMemory
   readonly settle: (count: number, cur: number, next: number, gen: number, ggen: number, logging: number) => number
+  /** Flips `count` node ids stored from byte address `addr` and applies their effect lists. */
+  readonly toggle: (addr: number, count: number) => void
 }
 
 const modules = new WeakMap<KernelTables, { layout: KernelLayout; maxPasses: number; module: object }>()
@@ -369,5 +386,10 @@ export const makeKernel = (t: KernelTables, maxPasses: number): Kernel => {
   new Int32Array(buf, L.depStart, t.depStart.length).set(t.depStart)
   new Int32Array(buf, L.dep, t.dep.length).set(t.dep)
   const instance = new wasm.Instance(compiled.module, { env: { memory } })
-  return { layout: L, memory, settle: instance.exports.settle as Kernel["settle"] }
+  return {
+    layout: L,
+    memory,
+    settle: instance.exports.settle as Kernel["settle"],
+    toggle: instance.exports.toggle as Kernel["toggle"]
+  }
 }
