@@ -164,6 +164,7 @@ const source = (t: KernelTables, L: KernelLayout, maxPasses: number): string => 
     (local $d i32) (local $nv i32) (local $gcount i32) (local $o i32) (local $x i32) (local $r i32)
     (local $rank i32) (local $sp i32) (local $m i32) (local $mk i32) (local $low i32) (local $found i32)
     (local $k i32) (local $n i32) (local $e i32) (local $end i32) (local $tmp i32) (local $logged i32)
+    (local $vsum i32)
     (block $done
       (loop $passes
         (br_if $done (i32.eqz (local.get $count)))
@@ -214,6 +215,7 @@ const source = (t: KernelTables, L: KernelLayout, maxPasses: number): string => 
                     (if (i32.gt_u (local.get $r) (local.get $rank)) (then (local.set $rank (local.get $r))))
                     (i32.store offset=${L.group} (i32.const 0) (local.get $start))
                     (i32.store offset=${L.group + 4} (i32.const 0) (local.get $o))
+                    (local.set $vsum (i32.add (i32.load8_u offset=${L.value} (local.get $start)) (i32.load8_u offset=${L.value} (local.get $o))))
                     (local.set $gcount (i32.const 2)))
                   (else
                    (block $grouped
@@ -225,6 +227,7 @@ const source = (t: KernelTables, L: KernelLayout, maxPasses: number): string => 
                       (local.set $d (i32.load offset=${L.ns + 4} (i32.shl (local.get $start) (i32.const 3))))
                       (local.set $rank ${rank("$start")})
                       (i32.store offset=${L.group} (i32.const 0) (local.get $start))
+                      (local.set $vsum (i32.load8_u offset=${L.value} (local.get $start)))
                       (local.set $gcount (i32.const 1))
                       (local.set $m (local.get $start))
                       (local.set $low (local.get $sm))
@@ -233,6 +236,7 @@ const source = (t: KernelTables, L: KernelLayout, maxPasses: number): string => 
                           (local.set $m (local.get $x))
                           (local.set $low (local.get $mk))
                           (i32.store offset=${L.group + 4} (i32.const 0) (local.get $x))
+                          (local.set $vsum (i32.add (local.get $vsum) (i32.load8_u offset=${L.value} (local.get $x))))
                           (local.set $gcount (i32.const 2))
                           (local.set $d (i32.load offset=${L.ns + 4} (i32.shl (local.get $x) (i32.const 3))))
                           (local.set $r ${rank("$x")})
@@ -250,6 +254,7 @@ const source = (t: KernelTables, L: KernelLayout, maxPasses: number): string => 
                             (local.set $mk (i32.load offset=${L.ns} (i32.shl (local.get $o) (i32.const 3))))
                             (br_if $generic (i32.and (local.get $mk) (i32.sub (local.get $mk) (i32.const 1))))
                             (i32.store offset=${L.group} (i32.shl (local.get $gcount) (i32.const 2)) (local.get $o))
+                            (local.set $vsum (i32.add (local.get $vsum) (i32.load8_u offset=${L.value} (local.get $o))))
                             (local.set $gcount (i32.add (local.get $gcount) (i32.const 1)))
                             (local.set $d (i32.load offset=${L.ns + 4} (i32.shl (local.get $o) (i32.const 3))))
                             (local.set $r ${rank("$o")})
@@ -263,6 +268,7 @@ const source = (t: KernelTables, L: KernelLayout, maxPasses: number): string => 
                     (local.set $m (local.get $start))
                     (i32.store offset=${L.groupStamp} (i32.shl (local.get $start) (i32.const 2)) (local.get $ggen))
                     (i32.store offset=${L.group} (i32.const 0) (local.get $start))
+                    (local.set $vsum (i32.load8_u offset=${L.value} (local.get $start)))
                     (local.set $gcount (i32.const 1))
                     (i32.store offset=${L.stackNode} (i32.const 0)
                       (i32.load offset=${L.nnStart} (i32.shl (local.get $start) (i32.const 2))))
@@ -300,6 +306,7 @@ const source = (t: KernelTables, L: KernelLayout, maxPasses: number): string => 
                         (local.set $m (local.get $found))
                         (i32.store offset=${L.groupStamp} (i32.shl (local.get $m) (i32.const 2)) (local.get $ggen))
                         (i32.store offset=${L.group} (i32.shl (local.get $gcount) (i32.const 2)) (local.get $m))
+                        (local.set $vsum (i32.add (local.get $vsum) (i32.load8_u offset=${L.value} (local.get $m))))
                         (local.set $gcount (i32.add (local.get $gcount) (i32.const 1)))
                         (local.set $sp (i32.add (local.get $sp) (i32.const 1)))
                         (i32.store offset=${L.stackNode} (i32.shl (local.get $sp) (i32.const 2))
@@ -308,7 +315,9 @@ const source = (t: KernelTables, L: KernelLayout, maxPasses: number): string => 
                           (i32.load offset=${L.ns} (i32.shl (local.get $m) (i32.const 3))))
                         (br $walk))))))
                 ;; high when the top rank is 1, 2 or 4
-                (local.set $nv (i32.and (i32.shr_u (i32.const 22) (local.get $rank)) (i32.const 1)))))
+                (local.set $nv (i32.and (i32.shr_u (i32.const 22) (local.get $rank)) (i32.const 1)))
+                ;; nothing to do when every member already has that level ($vsum: members high)
+                (br_if $nextEntry (i32.eq (local.get $vsum) (i32.mul (local.get $nv) (local.get $gcount))))))
             ;; apply the level in walk order
             (local.set $k (i32.const 0))
             (loop $apply
