@@ -71,41 +71,43 @@ export interface Netlist {
 
 /** Removes `//` and `/* *\/` comments outside string literals. */
 const stripComments = (src: string): string => {
-  let out = ""
+  // Kept text is copied in runs between comments (one slice per run, not one string per character).
+  const kept: Array<string> = []
+  let from = 0
   let i = 0
-  let quote = ""
   while (i < src.length) {
-    const ch = src[i]!
-    if (quote !== "") {
-      out += ch
-      if (ch === "\\") {
-        out += src[i + 1] ?? ""
-        i += 2
-        continue
+    const ch = src.charCodeAt(i)
+    if (ch === 0x22 || ch === 0x27) {
+      // a quoted string, escapes included, is kept whole (unterminated: to the end)
+      i++
+      while (i < src.length) {
+        const c = src.charCodeAt(i)
+        if (c === 0x5c) {
+          i += 2
+          continue
+        }
+        i++
+        if (c === ch) break
       }
-      if (ch === quote) quote = ""
-      i++
       continue
     }
-    if (ch === '"' || ch === "'") {
-      quote = ch
-      out += ch
-      i++
+    if (ch === 0x2f && src.charCodeAt(i + 1) === 0x2f) {
+      kept.push(src.slice(from, i))
+      while (i < src.length && src.charCodeAt(i) !== 0x0a) i++
+      from = i
       continue
     }
-    if (ch === "/" && src[i + 1] === "/") {
-      while (i < src.length && src[i] !== "\n") i++
-      continue
-    }
-    if (ch === "/" && src[i + 1] === "*") {
+    if (ch === 0x2f && src.charCodeAt(i + 1) === 0x2a) {
+      kept.push(src.slice(from, i))
       const end = src.indexOf("*/", i + 2)
       i = end < 0 ? src.length : end + 2
+      from = i
       continue
     }
-    out += ch
     i++
   }
-  return out
+  kept.push(src.slice(from, Math.min(i, src.length)))
+  return kept.join("")
 }
 
 const readFiles = (folder: string): Record<(typeof NETLIST_FILES)[number], string> => {
