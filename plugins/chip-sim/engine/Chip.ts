@@ -452,8 +452,10 @@ export class Chip {
   private recordingLost = false
   private recStamp: Int32Array
   private recGen = 0
-  private recNodes: Array<number> = []
-  private recNodeWas: Array<number> = []
+  /** Nodes changed by the settle being recorded (each once, by recStamp) and their level before. */
+  private recNodes: Int32Array
+  private recNodeWas: Uint8Array
+  private recCount = 0
   private recTrans: Array<number> = []
   private recTransWas: Array<number> = []
   private recTransStamp: Int32Array
@@ -472,8 +474,14 @@ export class Chip {
   private macroK2 = 0
   private macroK3 = 0
   private macroLen = 0
-  private macroEvents: Array<number> = []
-  private macroNodes: Array<number> = []
+  /** The span being recorded: bus events (triples, see Macro.events) and nodes changed (each once). */
+  private macroEvents: Int32Array
+  private macroEventCount = 0
+  private macroNodes: Int32Array
+  private macroNodeCount = 0
+  /** Memory bytes overwritten by a span replay, to undo when a later read does not match. */
+  private undoAddr: Int32Array
+  private undoByte: Uint8Array
   private macroStamp: Int32Array
   private macroOrig: Uint8Array
   private macroGen = 0
@@ -515,6 +523,13 @@ export class Chip {
     this.recTransOrig = new Uint8Array(tables.transistorCount)
     this.macroStamp = new Int32Array(nn)
     this.macroOrig = new Uint8Array(nn)
+    this.recNodes = new Int32Array(nn)
+    this.recNodeWas = new Uint8Array(nn)
+    this.macroNodes = new Int32Array(nn)
+    // a half-cycle has at most a read or a write, and a fetch row
+    this.macroEvents = new Int32Array(3 * 2 * MACRO_HALF_CYCLES)
+    this.undoAddr = new Int32Array(MACRO_HALF_CYCLES)
+    this.undoByte = new Uint8Array(MACRO_HALF_CYCLES)
   }
 
   /** Replaces the electrical state with copies of `s` (lengths must match the netlist). */
@@ -702,11 +717,11 @@ export class Chip {
     const addr = this.readBits(p.ab)
     if (this.value[p.rw]) {
       const byte = memory[addr]!
-      if (this.macroRec) this.macroEvents.push(0, addr, byte)
+      if (this.macroRec) this.macroEvent(0, addr, byte)
       this.memoSettle(-1, 0, byte)
     } else {
       const byte = this.readBits(p.db)
-      if (this.macroRec) this.macroEvents.push(1, addr, byte)
+      if (this.macroRec) this.macroEvent(1, addr, byte)
       memory[addr] = byte
     }
   }
@@ -754,7 +769,7 @@ export class Chip {
       if (this.value[p.sync] && !this.value[p.clk0]) {
         const addr = this.readBits(p.ab)
         last = { addr, opcode: memory[addr]! }
-        if (this.macroRec) this.macroEvents.push(2, addr, 0)
+        if (this.macroRec) this.macroEvent(2, addr, 0)
         if (addr === stopPc) {
           stopped = true
           break
@@ -773,8 +788,8 @@ export class Chip {
     this.macroK2 = this.h2
     this.macroK3 = this.h3
     this.macroLen = 0
-    this.macroEvents = []
-    this.macroNodes = []
+    this.macroEventCount = 0
+    this.macroNodeCount = 0
     if (++this.macroGen > 0x3fffffff) {
       this.macroStamp.fill(0)
       this.macroGen = 1
@@ -786,23 +801,56 @@ export class Chip {
     // The fingerprint must have been kept throughout and the state stayed consistent.
     if (!this.memoActive || !this.consistent) return
     const p = this.tables.pins
-    const nodes = this.macroNodes.filter((n) => this.value[n] !== this.macroOrig[n])
-    const pins = [p.clk0, ...p.db]
-    const pulls = new Uint8Array(pins.length * 2)
-    pins.forEach((node, i) => {
+    const pulls = new Uint8Array(18)
+    for (let i = 0; i < 9; i++) {
+      const node = i === 0 ? p.clk0 : p.db[i - 1]!
       pulls[i * 2] = this.pullup[node]!
       pulls[i * 2 + 1] = this.pulldown[node]!
-    })
+    }
     this.macroStore(this.macroKey, {
       k2: this.macroK2,
       k3: this.macroK3,
-      events: Int32Array.from(this.macroEvents),
-      nodes: Uint16Array.from(nodes),
+      events: this.macroEvents.slice(0, this.macroEventCount),
+      nodes: this.netFlips(this.macroNodes, this.macroNodeCount, this.macroOrig, false),
       pulls,
       h1: this.h1,
       h2: this.h2,
       h3: this.h3
     })
+  }
+
+  /** Appends a bus event to the span being recorded. */
+  private macroEvent(kind: number, addr: number, byte: number): void {
+    const ev = this.macroEvents
+    const k = this.macroEventCount
+    if (k + 3 > ev.length) {
+      this.macroRec = false // cannot happen within a span's half-cycles; dropped if it did
+      return
+    }
+    ev[k] = kind
+    ev[k + 1] = addr
+    ev[k + 2] = byte
+    this.macroEventCount = k + 3
+  }
+
+  /**
+   * The nodes among the first `count` of `nodes` whose level now differs from `was` (indexed by
+   * node, or by position when `byPosition`), as a new array.
+   */
+  private netFlips(nodes: Int32Array, count: number, was: Uint8Array, byPosition: boolean): Uint16Array {
+    const value = this.value
+    let flipped = 0
+    for (let i = 0; i < count; i++) {
+      const n = nodes[i]!
+      if (value[n] !== was[byPosition ? i : n]) flipped++
+    }
+    const out = new Uint16Array(flipped)
+    let k = 0
+    for (let i = 0; i < count; i++) {
+      const n = nodes[i]!
+      if (value[n] !== was[byPosition ? i : n]) out[k++] = n
+    }
+    return out
   }
 
   private macroStore(key: number, m: Macro): void {
@@ -819,29 +867,33 @@ export class Chip {
    */
   private applyMacro(memory: Uint8Array, m: Macro, stopPc: number): { addr: number; opcode: number } | null | undefined {
     const ev = m.events
-    const undoAddr: Array<number> = []
-    const undoByte: Array<number> = []
-    let last: { addr: number; opcode: number } | null = null
+    const undoAddr = this.undoAddr
+    const undoByte = this.undoByte
+    let undo = 0
+    let lastAddr = -1
+    let lastOpcode = 0
     for (let i = 0; i < ev.length; i += 3) {
       const kind = ev[i]!
       const addr = ev[i + 1]!
       if (kind === 0) {
         if (memory[addr] !== ev[i + 2]) {
-          for (let k = undoAddr.length - 1; k >= 0; k--) memory[undoAddr[k]!] = undoByte[k]!
+          for (let k = undo - 1; k >= 0; k--) memory[undoAddr[k]!] = undoByte[k]!
           return undefined
         }
       } else if (kind === 1) {
-        undoAddr.push(addr)
-        undoByte.push(memory[addr]!)
+        undoAddr[undo] = addr
+        undoByte[undo++] = memory[addr]!
         memory[addr] = ev[i + 2]!
       } else {
         if (addr === stopPc) {
-          for (let k = undoAddr.length - 1; k >= 0; k--) memory[undoAddr[k]!] = undoByte[k]!
+          for (let k = undo - 1; k >= 0; k--) memory[undoAddr[k]!] = undoByte[k]!
           return undefined
         }
-        last = { addr, opcode: memory[addr]! }
+        lastAddr = addr
+        lastOpcode = memory[addr]!
       }
     }
+    const last = lastAddr < 0 ? null : { addr: lastAddr, opcode: lastOpcode }
     this.toggleAll(m.nodes)
     const p = this.tables.pins
     for (let i = 0; i < 9; i++) {
@@ -951,8 +1003,7 @@ export class Chip {
       this.recTransStamp.fill(0)
       this.recGen = 1
     }
-    this.recNodes.length = 0
-    this.recNodeWas.length = 0
+    this.recCount = 0
     this.recTrans.length = 0
     this.recTransWas.length = 0
   }
@@ -962,14 +1013,10 @@ export class Chip {
     this.recording = false
     if (this.recordingLost) return undefined
     const t = this.tables
-    const nodes: Array<number> = []
+    const nodes = this.netFlips(this.recNodes, this.recCount, this.recNodeWas, true)
+    if (this.consistent) return { k2, k3, nodes, h1: this.h1, h2: this.h2, h3: this.h3 }
     let gated = 0
-    this.recNodes.forEach((n, i) => {
-      if (this.value[n] === this.recNodeWas[i]) return
-      nodes.push(n)
-      gated += t.gateStart[n + 1]! - t.gateStart[n]!
-    })
-    if (this.consistent) return { k2, k3, nodes: Uint16Array.from(nodes), h1: this.h1, h2: this.h2, h3: this.h3 }
+    for (const n of nodes) gated += t.gateStart[n + 1]! - t.gateStart[n]!
     let flipped = 0
     this.recTrans.forEach((tr, i) => {
       if (this.transOn[tr] !== this.recTransWas[i]) flipped++
@@ -983,7 +1030,7 @@ export class Chip {
         if (this.recTransStamp[tr] !== this.recGen || this.transOn[tr] === this.recTransOrig[tr]) return undefined
       }
     }
-    return { k2, k3, nodes: Uint16Array.from(nodes), h1: this.h1, h2: this.h2, h3: this.h3 }
+    return { k2, k3, nodes, h1: this.h1, h2: this.h2, h3: this.h3 }
   }
 
   /** Applies a recorded settle: the drive, then the net flips; same end state as simulating. */
@@ -1156,13 +1203,13 @@ export class Chip {
   private note(n: number, nv: number): void {
     if (this.recording && this.recStamp[n] !== this.recGen) {
       this.recStamp[n] = this.recGen
-      this.recNodes.push(n)
-      this.recNodeWas.push(nv ^ 1)
+      this.recNodes[this.recCount] = n
+      this.recNodeWas[this.recCount++] = nv ^ 1
     }
     if (this.macroRec && this.macroStamp[n] !== this.macroGen) {
       this.macroStamp[n] = this.macroGen
       this.macroOrig[n] = nv ^ 1
-      this.macroNodes.push(n)
+      this.macroNodes[this.macroNodeCount++] = n
     }
     if (this.memoActive) {
       const t = this.tables
@@ -1193,13 +1240,13 @@ export class Chip {
     const hashing = this.memoActive
     if (recording && this.recStamp[n] !== this.recGen) {
       this.recStamp[n] = this.recGen
-      this.recNodes.push(n)
-      this.recNodeWas.push(nv ^ 1)
+      this.recNodes[this.recCount] = n
+      this.recNodeWas[this.recCount++] = nv ^ 1
     }
     if (this.macroRec && this.macroStamp[n] !== this.macroGen) {
       this.macroStamp[n] = this.macroGen
       this.macroOrig[n] = nv ^ 1
-      this.macroNodes.push(n)
+      this.macroNodes[this.macroNodeCount++] = n
     }
     this.value[n] = nv
     let x1 = 0
@@ -1261,7 +1308,7 @@ export class Chip {
         if (this.macroStamp[n] === this.macroGen) continue
         this.macroStamp[n] = this.macroGen
         this.macroOrig[n] = value[n]!
-        this.macroNodes.push(n)
+        this.macroNodes[this.macroNodeCount++] = n
       }
     }
     if (this.consistent) this.transStale = true
