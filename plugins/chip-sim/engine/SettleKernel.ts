@@ -201,7 +201,7 @@ const source = (t: KernelTables, L: KernelLayout, maxPasses: number): string => 
                       (i32.shl
                         (i32.add
                           (i32.load offset=${L.nnStart} (i32.shl (local.get $start) (i32.const 2)))
-                          (i32.sub (i32.const 31) (i32.clz (local.get $sm))))
+                          (i32.ctz (local.get $sm)))
                         (i32.const 2))))
                     (local.set $mk (i32.load offset=${L.ns} (i32.shl (local.get $x) (i32.const 3))))
                     (if (i32.eqz (i32.and (local.get $mk) (i32.sub (local.get $mk) (i32.const 1))))
@@ -246,7 +246,7 @@ const source = (t: KernelTables, L: KernelLayout, maxPasses: number): string => 
                       (loop $leaves
                         (local.set $o (i32.load offset=${L.nnOther}
                           (i32.shl
-                            (i32.add (local.get $sp) (i32.sub (i32.const 31) (i32.clz (i32.and (local.get $low) (i32.sub (i32.const 0) (local.get $low))))))
+                            (i32.add (local.get $sp) (i32.ctz (local.get $low)))
                             (i32.const 2))))
                         (local.set $low (i32.and (local.get $low) (i32.sub (local.get $low) (i32.const 1))))
                         (if (i32.ne (local.get $o) (local.get $start))
@@ -289,14 +289,13 @@ const source = (t: KernelTables, L: KernelLayout, maxPasses: number): string => 
                               (then
                                 (local.set $sp (i32.sub (local.get $sp) (i32.const 1)))
                                 (br $search)))
-                            (local.set $low (i32.and (local.get $mk) (i32.sub (i32.const 0) (local.get $mk))))
                             (i32.store offset=${L.stackMask} (i32.shl (local.get $sp) (i32.const 2))
-                              (i32.xor (local.get $mk) (local.get $low)))
+                              (i32.and (local.get $mk) (i32.sub (local.get $mk) (i32.const 1))))
                             (local.set $x (i32.load offset=${L.nnOther}
                               (i32.shl
                                 (i32.add
                                   (i32.load offset=${L.stackNode} (i32.shl (local.get $sp) (i32.const 2)))
-                                  (i32.sub (i32.const 31) (i32.clz (local.get $low))))
+                                  (i32.ctz (local.get $mk)))
                                 (i32.const 2))))
                             (br_if $search (i32.eq
                               (i32.load offset=${L.groupStamp} (i32.shl (local.get $x) (i32.const 2)))
