@@ -30,7 +30,7 @@
  * the memo on and off.
  */
 import type { Netlist } from "./Netlist.ts"
-import { LOG_MAX, makeKernel, type Kernel } from "./SettleKernel.ts"
+import { makeKernel, type Kernel } from "./SettleKernel.ts"
 
 /** Settling gives up after this many passes, as visual6502/perfect6502 do (an oscillating loop). */
 export const MAX_SETTLE_PASSES = 100
@@ -494,18 +494,22 @@ export class Chip {
   private memoCooldown = 0
   private memoBackoff = MEMO_BACKOFF_MIN
 
-  /** `memo: false` settles every half-cycle from scratch (tests compare the two). */
-  constructor(readonly tables: ChipTables, options: { memo?: boolean } = {}) {
+  /**
+   * `memo: false` settles every half-cycle from scratch (tests compare the two). `logMax` bounds
+   * the changes the kernel logs per settle for the memo (default LOG_MAX; tests set it small to
+   * exercise a log that overflows).
+   */
+  constructor(readonly tables: ChipTables, options: { memo?: boolean; logMax?: number } = {}) {
     this.memoEnabled = options.memo !== false
     this.memoActive = this.memoEnabled
     const nn = tables.nodeCount
     // Levels, node words and settling scratch live in the kernel's memory (shared views).
-    const kernel = makeKernel(tables, MAX_SETTLE_PASSES)
+    const kernel = makeKernel(tables, { maxPasses: MAX_SETTLE_PASSES, logMax: options.logMax })
     const L = kernel.layout
     const buf = kernel.memory.buffer
     this.kernel = kernel
     this.regs = new Int32Array(buf, L.regs, 2)
-    this.log = new Int32Array(buf, L.log, LOG_MAX)
+    this.log = new Int32Array(buf, L.log, Math.max(kernel.logMax, nn))
     this.value = new Uint8Array(buf, L.value, nn)
     this.pullup = new Uint8Array(nn)
     this.pulldown = new Uint8Array(nn)
@@ -1069,7 +1073,7 @@ export class Chip {
     this.listGen = this.regs[0]!
     this.groupGen = this.regs[1]!
     if (!noting) return
-    if (logged > LOG_MAX) {
+    if (logged > this.kernel.logMax) {
       // Too many changes to log: the fingerprint is rebuilt, and what was being recorded is dropped.
       this.fingerprint()
       this.recordingLost = true

@@ -55,7 +55,10 @@ export interface KernelLayout {
   readonly group: number
   readonly stackNode: number
   readonly stackMask: number
-  /** Log of changes (2 * node id + new level, in order) when logging is on: up to LOG_MAX entries. */
+  /**
+   * Log of changes (2 * node id + new level, in order) when logging is on, up to the kernel's
+   * logMax entries; also scratch for node lists handed to toggle (up to nodeCount).
+   */
   readonly log: number
   /** Two words the kernel leaves behind: the list and group generation stamps it reached. */
   readonly regs: number
@@ -69,10 +72,18 @@ export interface KernelLayout {
   readonly pages: number
 }
 
-/** Changes a logged settle may record; beyond it logging stops and the log reports overflow. */
+/** Changes a logged settle may record by default; beyond it the log reports overflow. */
 export const LOG_MAX = 1 << 16
 
-const layoutOf = (t: KernelTables): KernelLayout => {
+/** Bounds a kernel is built with. */
+export interface KernelOptions {
+  /** Passes after which a settle gives up (Chip's MAX_SETTLE_PASSES). */
+  readonly maxPasses: number
+  /** Changes a logged settle records at most (default LOG_MAX; smaller only in tests). */
+  readonly logMax?: number
+}
+
+const layoutOf = (t: KernelTables, logMax: number): KernelLayout => {
   const nn = t.nodeCount
   let at = 0
   const take = (bytes: number): number => {
@@ -89,7 +100,7 @@ const layoutOf = (t: KernelTables): KernelLayout => {
   const group = take(4 * nn)
   const stackNode = take(4 * (nn + 1))
   const stackMask = take(4 * (nn + 1))
-  const log = take(4 * LOG_MAX)
+  const log = take(4 * Math.max(logMax, nn))
   const regs = take(16)
   const nnStart = take(4 * (nn + 1))
   const nnOther = take(4 * t.nnOther.length)
@@ -108,10 +119,10 @@ const layoutOf = (t: KernelTables): KernelLayout => {
  * `count` node ids at byte address `cur` in at most `maxPasses` passes, using `next` as the other
  * list; `gen`, `ggen` are the last list and group stamps used; with `logging` set, every change
  * appends 2 * node id + new level to the log. Returns the number of changes logged (more than
- * LOG_MAX: the log overflowed and holds the first LOG_MAX); leaves the stamps reached in
+ * logMax: the log overflowed and holds the first logMax); leaves the stamps reached in
  * regs[0], regs[1].
  */
-const source = (t: KernelTables, L: KernelLayout, maxPasses: number): string => {
+const source = (t: KernelTables, L: KernelLayout, maxPasses: number, logMax: number): string => {
   // rank of node $n's drive word $d and level: 5 ground, 4 power, 3 pull-down, 2 pull-up, else the level
   const rank = (n: string) => `
     (select (i32.const 5)
@@ -326,7 +337,7 @@ const source = (t: KernelTables, L: KernelLayout, maxPasses: number): string => 
                 (i32.store8 offset=${L.value} (local.get $n) (local.get $nv))
                 (if (local.get $logging)
                   (then
-                    (if (i32.lt_u (local.get $logged) (i32.const ${LOG_MAX}))
+                    (if (i32.lt_u (local.get $logged) (i32.const ${logMax}))
                       (then (i32.store offset=${L.log} (i32.shl (local.get $logged) (i32.const 2))
                         (i32.or (i32.shl (local.get $n) (i32.const 1)) (local.get $nv)))))
                     (local.set $logged (i32.add (local.get $logged) (i32.const 1)))))
@@ -360,25 +371,30 @@ const source = (t: KernelTables, L: KernelLayout, maxPasses: number): string => 
 /** One chip's kernel: its memory (state, scratch, tables) and the settle function. */
 export interface Kernel {
   readonly layout: KernelLayout
+  /** Changes a logged settle records at most. */
+  readonly logMax: number
   readonly memory: WasmMemory
   readonly settle: (count: number, cur: number, next: number, gen: number, ggen: number, logging: number) => number
   /** Flips `count` node ids stored from byte address `addr` and applies their effect lists. */
   readonly toggle: (addr: number, count: number) => void
 }
 
-const modules = new WeakMap<KernelTables, { layout: KernelLayout; maxPasses: number; module: object }>()
+const modules = new WeakMap<KernelTables, Map<string, { layout: KernelLayout; module: object }>>()
 
 /**
- * A kernel for one chip over tables `t`, settling in at most `maxPasses` passes: the module is
- * assembled and compiled once per tables (a few milliseconds), the memory is the chip's own,
- * with the tables copied in.
+ * A kernel for one chip over tables `t`: the module is assembled and compiled once per tables
+ * and options (a few milliseconds), the memory is the chip's own, with the tables copied in.
  */
-export const makeKernel = (t: KernelTables, maxPasses: number): Kernel => {
-  let compiled = modules.get(t)
-  if (compiled === undefined || compiled.maxPasses !== maxPasses) {
-    const layout = layoutOf(t)
-    compiled = { layout, maxPasses, module: new wasm.Module(assemble(source(t, layout, maxPasses))) }
-    modules.set(t, compiled)
+export const makeKernel = (t: KernelTables, options: KernelOptions): Kernel => {
+  const logMax = options.logMax ?? LOG_MAX
+  const key = `${options.maxPasses}/${logMax}`
+  let perTables = modules.get(t)
+  if (perTables === undefined) modules.set(t, (perTables = new Map()))
+  let compiled = perTables.get(key)
+  if (compiled === undefined) {
+    const layout = layoutOf(t, logMax)
+    compiled = { layout, module: new wasm.Module(assemble(source(t, layout, options.maxPasses, logMax))) }
+    perTables.set(key, compiled)
   }
   const L = compiled.layout
   const memory = new wasm.Memory({ initial: L.pages, maximum: L.pages })
@@ -396,6 +412,7 @@ export const makeKernel = (t: KernelTables, maxPasses: number): Kernel => {
   const instance = new wasm.Instance(compiled.module, { env: { memory } })
   return {
     layout: L,
+    logMax,
     memory,
     settle: instance.exports.settle as Kernel["settle"],
     toggle: instance.exports.toggle as Kernel["toggle"]
