@@ -1,21 +1,25 @@
 /**
  * The settle loop of Chip (see Chip.settle and the module comment of Chip.ts) as a WebAssembly
- * function, for the plain case: a consistent state (transistors conduct as their gates say)
- * with nothing recorded or fingerprinted, except that each change can be logged for the memo.
+ * function, for consistent states (transistors conduct as their gates say); for the memo it can
+ * log each change, and `toggle` applies the net flips of a recorded settle or span.
  *
- * Same event order as the TypeScript loop, statement for statement: the list of a pass is
- * worked in order; a node with no conducting node-to-node channel is settled from its drive
- * word, a pair of nodes joined by one channel from both, else the group is walked depth-first in
- * transistor-row order; the group's level is applied in walk order, each changed node adding
- * (rising) or subtracting (falling) its effect list to the node words and queuing its
- * dependants, once per pass. Typed-array code in V8 pays a bounds check and a reload per access;
- * here the same loop runs over one linear memory at about native speed.
+ * Same event order as Chip.settleGeneral, the TypeScript statement of the scheme: the list of a
+ * pass is worked in order; a node with no conducting node-to-node channel is settled from its
+ * drive word; otherwise its group is found, as a pair (start and one neighbour with no other
+ * channel), a star (a centre, start or its one neighbour, whose other channels end at leaves:
+ * the order a walk visits them in is start, [centre,] leaves in bit order), or by a depth-first
+ * walk in transistor-row order; a group whose members all have its level already is passed
+ * over; else the level is applied in walk order, each changed node adding (rising) or
+ * subtracting (falling) its effect list to the node words and queuing its dependants, once per
+ * pass. Typed-array code in V8 pays a bounds check and reloads per access; here the same loop
+ * runs over one linear memory close to native speed (about 3x the TypeScript loop).
  *
  * Memory layout (byte offsets, see KernelLayout): the chip's own state and scratch (node
- * levels as bytes, node words, lists, stamps, the walk stack) followed by copies of the static
- * tables it reads (channel lists, effect lists with byte addresses of their target words,
- * dependant lists). Chip's typed arrays for these are views of the same memory, so its
- * TypeScript paths and the kernel share one state.
+ * levels as bytes, node words, lists, stamps, the walk stack, the change log) followed by copies
+ * of the static tables it reads (channel lists, effect lists with byte addresses of their target
+ * words, dependant lists). Chip's typed arrays for these are views of the same memory, so its
+ * TypeScript paths and the kernel share one state. The source is assembled by Wat.ts when the
+ * first chip of a netlist is built.
  */
 import { assemble } from "./Wat.ts"
 
