@@ -30,7 +30,20 @@
  * the memo on and off.
  */
 import type { Netlist } from "./Netlist.ts"
-import { makeKernel, type Kernel } from "./SettleKernel.ts"
+import {
+  makeKernel,
+  NOTE_HASH,
+  NOTE_MACRO,
+  NOTE_RECORD,
+  REG_GEN,
+  REG_GGEN,
+  REG_H,
+  REG_MACRO_COUNT,
+  REG_MACRO_GEN,
+  REG_REC_COUNT,
+  REG_REC_GEN,
+  type Kernel
+} from "./SettleKernel.ts"
 
 /** Settling gives up after this many passes, as visual6502/perfect6502 do (an oscillating loop). */
 export const MAX_SETTLE_PASSES = 100
@@ -427,10 +440,10 @@ export class Chip {
   private group: Int32Array
   /** Walk stack: nnStart offset of each node on the path and its not yet followed channels. */
   private stackNode: Int32Array
-  /** The WebAssembly settle loop (SettleKernel.ts) and views of its stamp registers and log. */
+  /** The WebAssembly settle loop (SettleKernel.ts) and views of its registers and scratch. */
   private readonly kernel: Kernel
   private readonly regs: Int32Array
-  private readonly log: Int32Array
+  private readonly scratch: Int32Array
 
   /**
    * Every transistor conducts exactly when its gate is high. Settling keeps this true, so it is
@@ -448,8 +461,6 @@ export class Chip {
   private memoOld = new Map<number, MemoEntry>()
   private readonly seen = new Set<number>()
   private recording = false
-  /** Set when a logged settle overflowed the kernel's log: the settle being recorded is dropped. */
-  private recordingLost = false
   private recStamp: Int32Array
   private recGen = 0
   /** Nodes changed by the settle being recorded (each once, by recStamp) and their level before. */
@@ -494,22 +505,18 @@ export class Chip {
   private memoCooldown = 0
   private memoBackoff = MEMO_BACKOFF_MIN
 
-  /**
-   * `memo: false` settles every half-cycle from scratch (tests compare the two). `logMax` bounds
-   * the changes the kernel logs per settle for the memo (default LOG_MAX; tests set it small to
-   * exercise a log that overflows).
-   */
-  constructor(readonly tables: ChipTables, options: { memo?: boolean; logMax?: number } = {}) {
+  /** `memo: false` settles every half-cycle from scratch (tests compare the two). */
+  constructor(readonly tables: ChipTables, options: { memo?: boolean } = {}) {
     this.memoEnabled = options.memo !== false
     this.memoActive = this.memoEnabled
     const nn = tables.nodeCount
     // Levels, node words and settling scratch live in the kernel's memory (shared views).
-    const kernel = makeKernel(tables, { maxPasses: MAX_SETTLE_PASSES, logMax: options.logMax })
+    const kernel = makeKernel(tables, MAX_SETTLE_PASSES)
     const L = kernel.layout
     const buf = kernel.memory.buffer
     this.kernel = kernel
-    this.regs = new Int32Array(buf, L.regs, 2)
-    this.log = new Int32Array(buf, L.log, Math.max(kernel.logMax, nn))
+    this.regs = new Int32Array(buf, L.regs, 16)
+    this.scratch = new Int32Array(buf, L.scratch, nn)
     this.value = new Uint8Array(buf, L.value, nn)
     this.pullup = new Uint8Array(nn)
     this.pulldown = new Uint8Array(nn)
@@ -522,14 +529,14 @@ export class Chip {
     this.groupStamp = new Int32Array(buf, L.groupStamp, nn)
     this.group = new Int32Array(buf, L.group, nn)
     this.stackNode = new Int32Array(buf, L.stackNode, nn + 1)
-    this.recStamp = new Int32Array(nn)
+    this.recStamp = new Int32Array(buf, L.recStamp, nn)
     this.recTransStamp = new Int32Array(tables.transistorCount)
     this.recTransOrig = new Uint8Array(tables.transistorCount)
-    this.macroStamp = new Int32Array(nn)
-    this.macroOrig = new Uint8Array(nn)
-    this.recNodes = new Int32Array(nn)
-    this.recNodeWas = new Uint8Array(nn)
-    this.macroNodes = new Int32Array(nn)
+    this.macroStamp = new Int32Array(buf, L.macroStamp, nn)
+    this.macroOrig = new Uint8Array(buf, L.macroOrig, nn)
+    this.recNodes = new Int32Array(buf, L.recNodes, nn)
+    this.recNodeWas = new Uint8Array(buf, L.recNodeWas, nn)
+    this.macroNodes = new Int32Array(buf, L.macroNodes, nn)
     // a half-cycle has at most a read or a write, and a fetch row
     this.macroEvents = new Int32Array(3 * 2 * MACRO_HALF_CYCLES)
     this.undoAddr = new Int32Array(MACRO_HALF_CYCLES)
@@ -1001,7 +1008,6 @@ export class Chip {
 
   private startRecording(): void {
     this.recording = true
-    this.recordingLost = false
     if (++this.recGen > 0x3fffffff) {
       this.recStamp.fill(0)
       this.recTransStamp.fill(0)
@@ -1015,7 +1021,6 @@ export class Chip {
   /** The recorded settle, or undefined when its transistor flips do not follow its node flips. */
   private stopRecording(k2: number, k3: number): MemoEntry | undefined {
     this.recording = false
-    if (this.recordingLost) return undefined
     const t = this.tables
     const nodes = this.netFlips(this.recNodes, this.recCount, this.recNodeWas, true)
     if (this.consistent) return { k2, k3, nodes, h1: this.h1, h2: this.h2, h3: this.h3 }
@@ -1052,9 +1057,8 @@ export class Chip {
 
   /**
    * Settles from the first `count` nodes of listA (the event scheme of the module comment).
-   * Consistent states settle in the WebAssembly kernel; while the memo is on, the kernel logs
-   * each change (node and new level, in order) and the bookkeeping of `note` is done from the
-   * log afterwards, the same calls in the same order as if made during the settle.
+   * Consistent states settle in the WebAssembly kernel, which also notes each change for the memo
+   * (fingerprint, recorders) as asked: the counters involved go through its registers.
    */
   private settle(count: number): void {
     if (!this.consistent) return this.settleGeneral(count)
@@ -1065,25 +1069,30 @@ export class Chip {
       this.groupGen = 0
     }
     this.transStale = true
-    const noting = this.memoActive || this.recording || this.macroRec
+    const flags = (this.memoActive ? NOTE_HASH : 0) | (this.recording ? NOTE_RECORD : 0) | (this.macroRec ? NOTE_MACRO : 0)
+    const regs = this.regs
+    if (flags !== 0) {
+      regs[REG_H] = this.h1
+      regs[REG_H + 1] = this.h2
+      regs[REG_H + 2] = this.h3
+      regs[REG_REC_GEN] = this.recGen
+      regs[REG_REC_COUNT] = this.recCount
+      regs[REG_MACRO_GEN] = this.macroGen
+      regs[REG_MACRO_COUNT] = this.macroNodeCount
+    }
     const L = this.kernel.layout
     const listA = this.listA.byteOffset
     const listB = listA === L.listA ? L.listB : L.listA
-    const logged = this.kernel.settle(count, listA, listB, this.listGen, this.groupGen, noting ? 1 : 0)
-    this.listGen = this.regs[0]!
-    this.groupGen = this.regs[1]!
-    if (!noting) return
-    if (logged > this.kernel.logMax) {
-      // Too many changes to log: the fingerprint is rebuilt, and what was being recorded is dropped.
-      this.fingerprint()
-      this.recordingLost = true
-      this.macroRec = false
-      return
-    }
-    const log = this.log
-    for (let i = 0; i < logged; i++) {
-      const e = log[i]!
-      this.note(e >> 1, e & 1)
+    if (flags === 0) this.kernel.settle(count, listA, listB, this.listGen, this.groupGen, 0)
+    else this.kernel.settleNoted(count, listA, listB, this.listGen, this.groupGen, flags)
+    this.listGen = regs[REG_GEN]!
+    this.groupGen = regs[REG_GGEN]!
+    if (flags !== 0) {
+      this.h1 = regs[REG_H]!
+      this.h2 = regs[REG_H + 1]!
+      this.h3 = regs[REG_H + 2]!
+      this.recCount = regs[REG_REC_COUNT]!
+      this.macroNodeCount = regs[REG_MACRO_COUNT]!
     }
   }
 
@@ -1203,29 +1212,6 @@ export class Chip {
     this.listB = next
   }
 
-  /** Bookkeeping of a consistent-state change of n to nv for the memo: recorders, fingerprint. */
-  private note(n: number, nv: number): void {
-    if (this.recording && this.recStamp[n] !== this.recGen) {
-      this.recStamp[n] = this.recGen
-      this.recNodes[this.recCount] = n
-      this.recNodeWas[this.recCount++] = nv ^ 1
-    }
-    if (this.macroRec && this.macroStamp[n] !== this.macroGen) {
-      this.macroStamp[n] = this.macroGen
-      this.macroOrig[n] = nv ^ 1
-      this.macroNodes[this.macroNodeCount++] = n
-    }
-    if (this.memoActive) {
-      const t = this.tables
-      const z = t.zValue
-      const g = t.zGate
-      const k = n * 3
-      this.h1 ^= z[k]! ^ g[k]!
-      this.h2 ^= z[k + 1]! ^ g[k + 1]!
-      this.h3 ^= z[k + 2]! ^ g[k + 2]!
-    }
-  }
-
   /**
    * Sets node n to nv in a state where transistors need not conduct as their gates say: switches
    * those it gates that differ (keeping the node words, recorders and fingerprint) and queues
@@ -1325,7 +1311,7 @@ export class Chip {
         for (let k = t.gateStart[n]!, end = t.gateStart[n + 1]!; k < end; k++) trans[t.gateT[k]!] = nv
       }
     }
-    this.log.set(nodes)
-    this.kernel.toggle(this.kernel.layout.log, nodes.length)
+    this.scratch.set(nodes)
+    this.kernel.toggle(this.kernel.layout.scratch, nodes.length)
   }
 }

@@ -1,7 +1,8 @@
 /**
  * The settle loop of Chip (see Chip.settle and the module comment of Chip.ts) as a WebAssembly
- * function, for consistent states (transistors conduct as their gates say); for the memo it can
- * log each change, and `toggle` applies the net flips of a recorded settle or span.
+ * function, for consistent states (transistors conduct as their gates say); for the memo it also
+ * notes each change (fingerprint, recorders), and `toggle` applies the net flips of a recorded
+ * settle or span.
  *
  * Same event order as Chip.settleGeneral, the TypeScript statement of the scheme: the list of a
  * pass is worked in order; a node with no conducting node-to-node channel is settled from its
@@ -15,7 +16,7 @@
  * runs over one linear memory close to native speed (about 3x the TypeScript loop).
  *
  * Memory layout (byte offsets, see KernelLayout): the chip's own state and scratch (node
- * levels as bytes, node words, lists, stamps, the walk stack, the change log) followed by copies
+ * levels as bytes, node words, lists, stamps, the walk stack, the recorders) followed by copies
  * of the static tables it reads (channel lists, effect lists with byte addresses of their target
  * words, dependant lists). Chip's typed arrays for these are views of the same memory, so its
  * TypeScript paths and the kernel share one state. The source is assembled by Wat.ts when the
@@ -46,6 +47,9 @@ export interface KernelTables {
   readonly effAmt: Int32Array
   readonly depStart: Int32Array
   readonly dep: Int32Array
+  /** Zobrist keys of node levels and the XOR of those of each node's gated transistors. */
+  readonly zValue: Int32Array
+  readonly zGate: Int32Array
 }
 
 /** Byte offsets of the regions of a kernel's memory, and its size in 64 KiB pages. */
@@ -59,13 +63,20 @@ export interface KernelLayout {
   readonly group: number
   readonly stackNode: number
   readonly stackMask: number
-  /**
-   * Log of changes (2 * node id + new level, in order) when logging is on, up to the kernel's
-   * logMax entries; also scratch for node lists handed to toggle (up to nodeCount).
-   */
-  readonly log: number
-  /** Two words the kernel leaves behind: the list and group generation stamps it reached. */
+  /** Scratch for the node lists handed to toggle (up to nodeCount). */
+  readonly scratch: number
+  /** Words the kernel reads and leaves behind: see the REG_ indices. */
   readonly regs: number
+  /** Per node, three words: its level's Zobrist keys XOR its gated transistors' (fingerprinting). */
+  readonly zv: number
+  /** The settle recorder: per-node stamps, the nodes changed in order, their levels before. */
+  readonly recStamp: number
+  readonly recNodes: number
+  readonly recNodeWas: number
+  /** The span recorder: per-node stamps and levels before, the nodes changed in order. */
+  readonly macroStamp: number
+  readonly macroOrig: number
+  readonly macroNodes: number
   readonly nnStart: number
   readonly nnOther: number
   readonly effStart: number
@@ -76,18 +87,25 @@ export interface KernelLayout {
   readonly pages: number
 }
 
-/** Changes a logged settle may record by default; beyond it the log reports overflow. */
-export const LOG_MAX = 1 << 16
+/**
+ * Indices of the words at KernelLayout.regs: the list and group stamps a settle reached, the
+ * fingerprint (three words), the recorder's stamp and count, the span recorder's stamp and count.
+ * The kernel reads the last seven before a settle and writes them back after.
+ */
+export const REG_GEN = 0
+export const REG_GGEN = 1
+export const REG_H = 2
+export const REG_REC_GEN = 5
+export const REG_REC_COUNT = 6
+export const REG_MACRO_GEN = 7
+export const REG_MACRO_COUNT = 8
 
-/** Bounds a kernel is built with. */
-export interface KernelOptions {
-  /** Passes after which a settle gives up (Chip's MAX_SETTLE_PASSES). */
-  readonly maxPasses: number
-  /** Changes a logged settle records at most (default LOG_MAX; smaller only in tests). */
-  readonly logMax?: number
-}
+/** Bits of settle's `flags`: what each change is noted for (Chip.memoActive, recording, macroRec). */
+export const NOTE_HASH = 1
+export const NOTE_RECORD = 2
+export const NOTE_MACRO = 4
 
-const layoutOf = (t: KernelTables, logMax: number): KernelLayout => {
+const layoutOf = (t: KernelTables): KernelLayout => {
   const nn = t.nodeCount
   let at = 0
   const take = (bytes: number): number => {
@@ -104,8 +122,15 @@ const layoutOf = (t: KernelTables, logMax: number): KernelLayout => {
   const group = take(4 * nn)
   const stackNode = take(4 * (nn + 1))
   const stackMask = take(4 * (nn + 1))
-  const log = take(4 * Math.max(logMax, nn))
-  const regs = take(16)
+  const scratch = take(4 * nn)
+  const regs = take(64)
+  const zv = take(12 * nn)
+  const recStamp = take(4 * nn)
+  const recNodes = take(4 * nn)
+  const recNodeWas = take(nn)
+  const macroStamp = take(4 * nn)
+  const macroOrig = take(nn)
+  const macroNodes = take(4 * nn)
   const nnStart = take(4 * (nn + 1))
   const nnOther = take(4 * t.nnOther.length)
   const effStart = take(4 * (nn + 1))
@@ -113,20 +138,23 @@ const layoutOf = (t: KernelTables, logMax: number): KernelLayout => {
   const depStart = take(4 * (2 * nn + 1))
   const dep = take(4 * t.dep.length)
   return {
-    value, ns, listA, listB, listStamp, groupStamp, group, stackNode, stackMask, log, regs,
+    value, ns, listA, listB, listStamp, groupStamp, group, stackNode, stackMask, scratch, regs,
+    zv, recStamp, recNodes, recNodeWas, macroStamp, macroOrig, macroNodes,
     nnStart, nnOther, effStart, eff, depStart, dep, pages: Math.ceil(at / 65536)
   }
 }
 
 /**
- * The kernel's source. `settle(count, cur, next, gen, ggen, logging)`: settles from the first
+ * The kernel's source. `settle(count, cur, next, gen, ggen, flags)` and `settleNoted` (same
+ * arguments): settle from the first
  * `count` node ids at byte address `cur` in at most `maxPasses` passes, using `next` as the other
- * list; `gen`, `ggen` are the last list and group stamps used; with `logging` set, every change
- * appends 2 * node id + new level to the log. Returns the number of changes logged (more than
- * logMax: the log overflowed and holds the first logMax); leaves the stamps reached in
- * regs[0], regs[1].
+ * list; `gen`, `ggen` are the last list and group stamps used, the stamps reached are left in
+ * regs. settleNoted notes each change as `flags` asks: NOTE_HASH folds it into the
+ * fingerprint, NOTE_RECORD appends the node to the settle recorder the first time it changes
+ * (with its level before), NOTE_MACRO likewise to the span recorder.
  */
-const source = (t: KernelTables, L: KernelLayout, maxPasses: number, logMax: number): string => {
+const source = (t: KernelTables, L: KernelLayout, maxPasses: number): string => {
+  const reg = (i: number) => L.regs + 4 * i
   // rank of node $n's drive word $d and level: 5 ground, 4 power, 3 pull-down, 2 pull-up, else the level
   const rank = (n: string) => `
     (select (i32.const 5)
@@ -155,31 +183,57 @@ const source = (t: KernelTables, L: KernelLayout, maxPasses: number, logMax: num
               (i32.store (local.get $x)
                 (i32.sub (i32.load (local.get $x)) (i32.load offset=${L.eff + 4} (i32.shl (local.get $e) (i32.const 3)))))
               (br_if $fall (i32.lt_u (local.tee $e (i32.add (local.get $e) (i32.const 1))) (local.get $end))))))))`
-  return `
-(module
-  (import "env" "memory" (memory ${L.pages}))
-  ;; toggle(addr, count): flips each of the \`count\` node ids at byte address \`addr\`, in order,
-  ;; and applies its effect list for its new level (a recorded replay's net flips)
-  (func $toggle (export "toggle") (param $addr i32) (param $count i32)
-    (local $n i32) (local $nv i32) (local $e i32) (local $end i32) (local $x i32)
-    (block $done
-      (loop $nodes
-        (br_if $done (i32.eqz (local.get $count)))
-        (local.set $n (i32.load (local.get $addr)))
-        (local.set $nv (i32.xor (i32.load8_u offset=${L.value} (local.get $n)) (i32.const 1)))
-        (i32.store8 offset=${L.value} (local.get $n) (local.get $nv))
-        ${effects}
-        (local.set $addr (i32.add (local.get $addr) (i32.const 4)))
-        (local.set $count (i32.sub (local.get $count) (i32.const 1)))
-        (br $nodes))))
-  (func $settle (export "settle")
-    (param $count i32) (param $cur i32) (param $next i32) (param $gen i32) (param $ggen i32) (param $logging i32)
-    (result i32)
+  // settle (plain) and settleNoted (each change also noted for the memo, as `flags` asks)
+  const notingLoads = `
+    (local.set $h1 (i32.load offset=${reg(REG_H)} (i32.const 0)))
+    (local.set $h2 (i32.load offset=${reg(REG_H + 1)} (i32.const 0)))
+    (local.set $h3 (i32.load offset=${reg(REG_H + 2)} (i32.const 0)))
+    (local.set $recGen (i32.load offset=${reg(REG_REC_GEN)} (i32.const 0)))
+    (local.set $recCount (i32.load offset=${reg(REG_REC_COUNT)} (i32.const 0)))
+    (local.set $macroGen (i32.load offset=${reg(REG_MACRO_GEN)} (i32.const 0)))
+    (local.set $macroCount (i32.load offset=${reg(REG_MACRO_COUNT)} (i32.const 0)))`
+  const notes = `
+                (if (local.get $flags)
+                  (then
+                    (if (i32.and (local.get $flags) (i32.const ${NOTE_HASH}))
+                      (then
+                        (local.set $x (i32.mul (local.get $n) (i32.const 12)))
+                        (local.set $h1 (i32.xor (local.get $h1) (i32.load offset=${L.zv} (local.get $x))))
+                        (local.set $h2 (i32.xor (local.get $h2) (i32.load offset=${L.zv + 4} (local.get $x))))
+                        (local.set $h3 (i32.xor (local.get $h3) (i32.load offset=${L.zv + 8} (local.get $x))))))
+                    (if (i32.and (local.get $flags) (i32.const ${NOTE_RECORD}))
+                      (then
+                        (if (i32.ne (i32.load offset=${L.recStamp} (i32.shl (local.get $n) (i32.const 2))) (local.get $recGen))
+                          (then
+                            (i32.store offset=${L.recStamp} (i32.shl (local.get $n) (i32.const 2)) (local.get $recGen))
+                            (i32.store offset=${L.recNodes} (i32.shl (local.get $recCount) (i32.const 2)) (local.get $n))
+                            (i32.store8 offset=${L.recNodeWas} (local.get $recCount) (i32.xor (local.get $nv) (i32.const 1)))
+                            (local.set $recCount (i32.add (local.get $recCount) (i32.const 1)))))))
+                    (if (i32.and (local.get $flags) (i32.const ${NOTE_MACRO}))
+                      (then
+                        (if (i32.ne (i32.load offset=${L.macroStamp} (i32.shl (local.get $n) (i32.const 2))) (local.get $macroGen))
+                          (then
+                            (i32.store offset=${L.macroStamp} (i32.shl (local.get $n) (i32.const 2)) (local.get $macroGen))
+                            (i32.store8 offset=${L.macroOrig} (local.get $n) (i32.xor (local.get $nv) (i32.const 1)))
+                            (i32.store offset=${L.macroNodes} (i32.shl (local.get $macroCount) (i32.const 2)) (local.get $n))
+                            (local.set $macroCount (i32.add (local.get $macroCount) (i32.const 1)))))))))`
+  const notingStores = `
+    (i32.store offset=${reg(REG_H)} (i32.const 0) (local.get $h1))
+    (i32.store offset=${reg(REG_H + 1)} (i32.const 0) (local.get $h2))
+    (i32.store offset=${reg(REG_H + 2)} (i32.const 0) (local.get $h3))
+    (i32.store offset=${reg(REG_REC_COUNT)} (i32.const 0) (local.get $recCount))
+    (i32.store offset=${reg(REG_MACRO_COUNT)} (i32.const 0) (local.get $macroCount))`
+  const settle = (name: string, noting: boolean) => `
+  (func $${name} (export "${name}")
+    (param $count i32) (param $cur i32) (param $next i32) (param $gen i32) (param $ggen i32) (param $flags i32)
     (local $pass i32) (local $i i32) (local $nextCount i32) (local $start i32) (local $sm i32)
     (local $d i32) (local $nv i32) (local $gcount i32) (local $o i32) (local $x i32) (local $r i32)
     (local $rank i32) (local $sp i32) (local $m i32) (local $mk i32) (local $low i32) (local $found i32)
-    (local $k i32) (local $n i32) (local $e i32) (local $end i32) (local $tmp i32) (local $logged i32)
+    (local $k i32) (local $n i32) (local $e i32) (local $end i32) (local $tmp i32)
+    (local $h1 i32) (local $h2 i32) (local $h3 i32) (local $recGen i32) (local $recCount i32)
+    (local $macroGen i32) (local $macroCount i32)
     (local $vsum i32)
+${noting ? notingLoads : ""}
     (block $done
       (loop $passes
         (br_if $done (i32.eqz (local.get $count)))
@@ -339,12 +393,7 @@ const source = (t: KernelTables, L: KernelLayout, maxPasses: number, logMax: num
                 (local.set $n (i32.load offset=${L.group} (i32.shl (local.get $k) (i32.const 2))))
                 (br_if $nextMember (i32.eq (i32.load8_u offset=${L.value} (local.get $n)) (local.get $nv)))
                 (i32.store8 offset=${L.value} (local.get $n) (local.get $nv))
-                (if (local.get $logging)
-                  (then
-                    (if (i32.lt_u (local.get $logged) (i32.const ${logMax}))
-                      (then (i32.store offset=${L.log} (i32.shl (local.get $logged) (i32.const 2))
-                        (i32.or (i32.shl (local.get $n) (i32.const 1)) (local.get $nv)))))
-                    (local.set $logged (i32.add (local.get $logged) (i32.const 1)))))
+${noting ? notes : ""}
                 ${effects}
                 (local.set $x (i32.shl (i32.add (i32.shl (local.get $n) (i32.const 1)) (local.get $nv)) (i32.const 2)))
                 (local.set $e (i32.load offset=${L.depStart} (local.get $x)))
@@ -367,38 +416,53 @@ const source = (t: KernelTables, L: KernelLayout, maxPasses: number, logMax: num
         (local.set $count (local.get $nextCount))
         (local.set $pass (i32.add (local.get $pass) (i32.const 1)))
         (br $passes)))
-    (i32.store offset=${L.regs} (i32.const 0) (local.get $gen))
-    (i32.store offset=${L.regs + 4} (i32.const 0) (local.get $ggen))
-    (local.get $logged)))`
+    (i32.store offset=${reg(REG_GEN)} (i32.const 0) (local.get $gen))
+    (i32.store offset=${reg(REG_GGEN)} (i32.const 0) (local.get $ggen))${noting ? notingStores : ""})`
+  return `
+(module
+  (import "env" "memory" (memory ${L.pages}))
+  ;; toggle(addr, count): flips each of the \`count\` node ids at byte address \`addr\`, in order,
+  ;; and applies its effect list for its new level (a recorded replay's net flips)
+  (func $toggle (export "toggle") (param $addr i32) (param $count i32)
+    (local $n i32) (local $nv i32) (local $e i32) (local $end i32) (local $x i32)
+    (block $done
+      (loop $nodes
+        (br_if $done (i32.eqz (local.get $count)))
+        (local.set $n (i32.load (local.get $addr)))
+        (local.set $nv (i32.xor (i32.load8_u offset=${L.value} (local.get $n)) (i32.const 1)))
+        (i32.store8 offset=${L.value} (local.get $n) (local.get $nv))
+        ${effects}
+        (local.set $addr (i32.add (local.get $addr) (i32.const 4)))
+        (local.set $count (i32.sub (local.get $count) (i32.const 1)))
+        (br $nodes))))
+  ${settle("settle", false)}
+  ${settle("settleNoted", true)})`
 }
 
 /** One chip's kernel: its memory (state, scratch, tables) and the settle function. */
 export interface Kernel {
   readonly layout: KernelLayout
-  /** Changes a logged settle records at most. */
-  readonly logMax: number
   readonly memory: WasmMemory
-  readonly settle: (count: number, cur: number, next: number, gen: number, ggen: number, logging: number) => number
+  /** Settles (see source); `settle` ignores `flags`, `settleNoted` notes each change as they ask. */
+  readonly settle: (count: number, cur: number, next: number, gen: number, ggen: number, flags: number) => void
+  readonly settleNoted: (count: number, cur: number, next: number, gen: number, ggen: number, flags: number) => void
   /** Flips `count` node ids stored from byte address `addr` and applies their effect lists. */
   readonly toggle: (addr: number, count: number) => void
 }
 
-const modules = new WeakMap<KernelTables, Map<string, { layout: KernelLayout; module: object }>>()
+const modules = new WeakMap<KernelTables, { layout: KernelLayout; maxPasses: number; module: object }>()
 
 /**
- * A kernel for one chip over tables `t`: the module is assembled and compiled once per tables
- * and options (a few milliseconds), the memory is the chip's own, with the tables copied in.
+ * A kernel for one chip over tables `t`, settling in at most `maxPasses` passes: the module is
+ * assembled and compiled once per tables (a few milliseconds), the memory is the chip's own,
+ * with the tables copied in.
  */
-export const makeKernel = (t: KernelTables, options: KernelOptions): Kernel => {
-  const logMax = options.logMax ?? LOG_MAX
-  const key = `${options.maxPasses}/${logMax}`
-  let perTables = modules.get(t)
-  if (perTables === undefined) modules.set(t, (perTables = new Map()))
-  let compiled = perTables.get(key)
-  if (compiled === undefined) {
-    const layout = layoutOf(t, logMax)
-    compiled = { layout, module: new wasm.Module(assemble(source(t, layout, options.maxPasses, logMax))) }
-    perTables.set(key, compiled)
+export const makeKernel = (t: KernelTables, maxPasses: number): Kernel => {
+  let compiled = modules.get(t)
+  if (compiled === undefined || compiled.maxPasses !== maxPasses) {
+    const layout = layoutOf(t)
+    compiled = { layout, maxPasses, module: new wasm.Module(assemble(source(t, layout, maxPasses))) }
+    modules.set(t, compiled)
   }
   const L = compiled.layout
   const memory = new wasm.Memory({ initial: L.pages, maximum: L.pages })
@@ -414,11 +478,13 @@ export const makeKernel = (t: KernelTables, options: KernelOptions): Kernel => {
   new Int32Array(buf, L.depStart, t.depStart.length).set(t.depStart)
   new Int32Array(buf, L.dep, t.dep.length).set(t.dep)
   const instance = new wasm.Instance(compiled.module, { env: { memory } })
+  const zv = new Int32Array(buf, L.zv, 3 * t.nodeCount)
+  for (let k = 0; k < zv.length; k++) zv[k] = t.zValue[k]! ^ t.zGate[k]!
   return {
     layout: L,
-    logMax,
     memory,
     settle: instance.exports.settle as Kernel["settle"],
+    settleNoted: instance.exports.settleNoted as Kernel["settleNoted"],
     toggle: instance.exports.toggle as Kernel["toggle"]
   }
 }

@@ -215,37 +215,4 @@ describe.skipIf(!haveNetlist)("half-cycle memo", () => {
     expect(on.memoHits).toBeGreaterThan(10_000)
     expect(off.memoHits).toBe(0)
   })
-
-  it("changes nothing when the kernel's change log overflows (settles then go unrecorded)", () => {
-    const nl = loadNetlist(NETLIST_DIR)
-    const tables = makeTables(nl)
-    // a log of 16 changes: clock edges (a hundred or more) overflow it, small settles are recorded
-    const on = new Chip(tables, { logMax: 16 })
-    const off = new Chip(tables, { memo: false })
-    const p = program("arith")
-    const mem = new Uint8Array(65536)
-    mem.set(fs.readFileSync(path.join(GOLDEN_DIR, p.image)), p.org)
-    mem[0xfffc] = p.reset_vector & 0xff
-    mem[0xfffd] = p.reset_vector >> 8
-    const memOn = Uint8Array.from(mem)
-    const memOff = Uint8Array.from(mem)
-    const id = (n: string) => nl.names.get(n)!
-    for (const c of [on, off]) {
-      c.powerOn()
-      for (const [pin, level] of [["res", 0], ["clk0", 1], ["rdy", 1], ["so", 0], ["irq", 1], ["nmi", 1]] as const) c.setPin(id(pin), level)
-      c.settleAll()
-    }
-    // arith ends idling in JMP *, where the same settles recur
-    for (let hc = 0; hc < 6_000; hc++) {
-      if (hc === 16) for (const c of [on, off]) c.setPin(id("res"), 1)
-      on.halfStep(memOn)
-      off.halfStep(memOff)
-      if (hc % 250 === 249) {
-        expect(Buffer.from(on.value).equals(Buffer.from(off.value)), `nodes after ${hc}`).toBe(true)
-        expect(Buffer.from(on.transOn).equals(Buffer.from(off.transOn)), `transistors after ${hc}`).toBe(true)
-        expect(Buffer.from(memOn).equals(Buffer.from(memOff)), `memory after ${hc}`).toBe(true)
-      }
-    }
-    expect(on.memoHits).toBeGreaterThan(500)
-  })
 })
