@@ -146,12 +146,12 @@ const layoutOf = (t: KernelTables): KernelLayout => {
 
 /**
  * The kernel's source. `settle(count, cur, next, gen, ggen, flags)` and `settleNoted` (same
- * arguments): settle from the first
- * `count` node ids at byte address `cur` in at most `maxPasses` passes, using `next` as the other
- * list; `gen`, `ggen` are the last list and group stamps used, the stamps reached are left in
- * regs. settleNoted notes each change as `flags` asks: NOTE_HASH folds it into the
- * fingerprint, NOTE_RECORD appends the node to the settle recorder the first time it changes
- * (with its level before), NOTE_MACRO likewise to the span recorder.
+ * arguments) settle from the first `count` node ids at byte address `cur` in at most
+ * `maxPasses` passes, using `next` as the other list; `gen`, `ggen` are the last list and group
+ * stamps used, the stamps reached are left in regs. settleNoted notes each change as `flags`
+ * asks: NOTE_HASH folds it into the fingerprint, NOTE_RECORD appends the node to the settle
+ * recorder the first time it changes (with its level before), NOTE_MACRO likewise to the span
+ * recorder; `settle` ignores `flags`.
  */
 const source = (t: KernelTables, L: KernelLayout, maxPasses: number): string => {
   const reg = (i: number) => L.regs + 4 * i
