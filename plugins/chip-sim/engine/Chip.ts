@@ -331,6 +331,7 @@ export const makeTables = (netlist: Netlist): ChipTables => {
   const [, effAmtF] = csr(nn, effAmt)
   const [depStart, depF] = csr(2 * nn, Array.from({ length: 2 * nn }, (_, i) => (i & 1 ? depOn : depOff)[i >> 1]!))
   const ids = (prefix: string, k: number) => Int32Array.from({ length: k }, (_, i) => nodeId(netlist, `${prefix}${i}`))
+  for (const n of ids("db", 8)) if (isRail(n)) throw new Error("a data-bus pin is a rail")
   return {
     netlist,
     nodeCount: nn,
@@ -661,6 +662,8 @@ export class Chip {
   /** Drives a pin: pull-up to `level`, pull-down to its opposite, then settles from it. */
   setPin(node: number, level: number): void {
     this.drive(node, level)
+    // a rail is never settled (the kernel's lists hold no rails)
+    if (node === this.tables.vss || node === this.tables.vcc) return
     this.listA[0] = node
     this.settle(1)
   }
@@ -693,9 +696,11 @@ export class Chip {
 
   /** Settles starting from every node, in node order (the end of power-on). */
   settleAll(): void {
-    const n = this.tables.nodeCount
-    for (let i = 0; i < n; i++) this.listA[i] = i
-    this.settle(n)
+    const t = this.tables
+    let count = 0
+    // rails are never settled: left out of the list (the kernel's lists hold no rails)
+    for (let i = 0; i < t.nodeCount; i++) if (i !== t.vss && i !== t.vcc) this.listA[count++] = i
+    this.settle(count)
   }
 
   /** Level (0/1) of a node. */
@@ -1056,8 +1061,9 @@ export class Chip {
   }
 
   /**
-   * Settles from the first `count` nodes of listA (the event scheme of the module comment).
-   * Consistent states settle in the WebAssembly kernel, which also notes each change for the memo
+   * Settles from the first `count` nodes of listA (the event scheme of the module comment), none
+   * of them a rail (dependant lists hold none; setPin and settleAll leave them out). Consistent
+   * states settle in the WebAssembly kernel, which also notes each change for the memo
    * (fingerprint, recorders) as asked: the counters involved go through its registers.
    */
   private settle(count: number): void {

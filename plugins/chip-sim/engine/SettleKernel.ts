@@ -5,7 +5,7 @@
  * settle or span.
  *
  * Same event order as Chip.settleGeneral, the TypeScript statement of the scheme: the list of a
- * pass is worked in order; a node with no conducting node-to-node channel is settled from its
+ * pass (never holding a rail, whose entries the scheme skips) is worked in order; a node with no conducting node-to-node channel is settled from its
  * drive word; otherwise its group is found, as a pair (start and one neighbour with no other
  * channel), a star (a centre, start or its one neighbour, whose other channels end at leaves:
  * the order a walk visits them in is start, [centre,] leaves in bit order), or by a depth-first
@@ -244,8 +244,6 @@ ${noting ? notingLoads : ""}
         (loop $entries
           (block $nextEntry
             (local.set $start (i32.load (i32.add (local.get $cur) (i32.shl (local.get $i) (i32.const 2)))))
-            (br_if $nextEntry (i32.eq (local.get $start) (i32.const ${t.vss})))
-            (br_if $nextEntry (i32.eq (local.get $start) (i32.const ${t.vcc})))
             (local.set $sm (i32.load offset=${L.ns} (i32.shl (local.get $start) (i32.const 3))))
             (if (i32.eqz (local.get $sm))
               (then
