@@ -77,11 +77,14 @@ export interface KernelLayout {
   readonly macroStamp: number
   readonly macroOrig: number
   readonly macroNodes: number
+  /** Channel lists as in ChipTables (nnStart indexes nnOther). */
   readonly nnStart: number
   readonly nnOther: number
+  /** Per node, the byte address of its first effect pair (and of the next node's). */
   readonly effStart: number
   /** Effect pairs: byte address of the target node word, amount. */
   readonly eff: number
+  /** Per node and new level (2n + nv), the byte address of its first dependant (node ids). */
   readonly depStart: number
   readonly dep: number
   readonly pages: number
@@ -164,7 +167,8 @@ const source = (t: KernelTables, L: KernelLayout, maxPasses: number): string => 
           (i32.and (local.get $d) (i32.const 2)))
         (i32.ge_u (local.get $d) (i32.const 0x100)))
       (i32.ge_u (local.get $d) (i32.const 0x10000)))`
-  // node $n's effect list applied for its new level $nv (uses $e, $end, $x)
+  // node $n's effect list applied for its new level $nv (uses $e, $end, $x); effStart holds the
+  // byte addresses of the effect pairs
   const effects = `
     (local.set $e (i32.load offset=${L.effStart} (i32.shl (local.get $n) (i32.const 2))))
     (local.set $end (i32.load offset=${L.effStart + 4} (i32.shl (local.get $n) (i32.const 2))))
@@ -173,16 +177,14 @@ const source = (t: KernelTables, L: KernelLayout, maxPasses: number): string => 
         (if (local.get $nv)
           (then
             (loop $rise
-              (local.set $x (i32.load offset=${L.eff} (i32.shl (local.get $e) (i32.const 3))))
-              (i32.store (local.get $x)
-                (i32.add (i32.load (local.get $x)) (i32.load offset=${L.eff + 4} (i32.shl (local.get $e) (i32.const 3)))))
-              (br_if $rise (i32.lt_u (local.tee $e (i32.add (local.get $e) (i32.const 1))) (local.get $end)))))
+              (local.set $x (i32.load (local.get $e)))
+              (i32.store (local.get $x) (i32.add (i32.load (local.get $x)) (i32.load offset=4 (local.get $e))))
+              (br_if $rise (i32.lt_u (local.tee $e (i32.add (local.get $e) (i32.const 8))) (local.get $end)))))
           (else
             (loop $fall
-              (local.set $x (i32.load offset=${L.eff} (i32.shl (local.get $e) (i32.const 3))))
-              (i32.store (local.get $x)
-                (i32.sub (i32.load (local.get $x)) (i32.load offset=${L.eff + 4} (i32.shl (local.get $e) (i32.const 3)))))
-              (br_if $fall (i32.lt_u (local.tee $e (i32.add (local.get $e) (i32.const 1))) (local.get $end))))))))`
+              (local.set $x (i32.load (local.get $e)))
+              (i32.store (local.get $x) (i32.sub (i32.load (local.get $x)) (i32.load offset=4 (local.get $e))))
+              (br_if $fall (i32.lt_u (local.tee $e (i32.add (local.get $e) (i32.const 8))) (local.get $end))))))))`
   // settle (plain) and settleNoted (each change also noted for the memo, as `flags` asks)
   const notingLoads = `
     (local.set $h1 (i32.load offset=${reg(REG_H)} (i32.const 0)))
@@ -226,7 +228,7 @@ const source = (t: KernelTables, L: KernelLayout, maxPasses: number): string => 
   const settle = (name: string, noting: boolean) => `
   (func $${name} (export "${name}")
     (param $count i32) (param $cur i32) (param $next i32) (param $gen i32) (param $ggen i32) (param $flags i32)
-    (local $pass i32) (local $i i32) (local $nextCount i32) (local $start i32) (local $sm i32)
+    (local $pass i32) (local $i i32) (local $iend i32) (local $np i32) (local $start i32) (local $sm i32)
     (local $d i32) (local $nv i32) (local $gcount i32) (local $o i32) (local $x i32) (local $r i32)
     (local $rank i32) (local $sp i32) (local $m i32) (local $mk i32) (local $low i32) (local $found i32)
     (local $k i32) (local $n i32) (local $e i32) (local $end i32) (local $tmp i32)
@@ -239,11 +241,13 @@ ${noting ? notingLoads : ""}
         (br_if $done (i32.eqz (local.get $count)))
         (br_if $done (i32.ge_u (local.get $pass) (i32.const ${maxPasses})))
         (local.set $gen (i32.add (local.get $gen) (i32.const 1)))
-        (local.set $nextCount (i32.const 0))
-        (local.set $i (i32.const 0))
+        ;; $i walks this pass's list by address up to $iend
+        (local.set $np (local.get $next))
+        (local.set $i (local.get $cur))
+        (local.set $iend (i32.add (local.get $cur) (i32.shl (local.get $count) (i32.const 2))))
         (loop $entries
           (block $nextEntry
-            (local.set $start (i32.load (i32.add (local.get $cur) (i32.shl (local.get $i) (i32.const 2)))))
+            (local.set $start (i32.load (local.get $i)))
             (local.set $sm (i32.load offset=${L.ns} (i32.shl (local.get $start) (i32.const 3))))
             (if (i32.eqz (local.get $sm))
               (then
@@ -398,20 +402,21 @@ ${noting ? notes : ""}
                 (local.set $end (i32.load offset=${L.depStart + 4} (local.get $x)))
                 (if (i32.lt_u (local.get $e) (local.get $end))
                   (then
+                    ;; depStart holds byte addresses of the dependant lists; $np: the next list's end
                     (loop $queue
-                      (local.set $x (i32.load offset=${L.dep} (i32.shl (local.get $e) (i32.const 2))))
+                      (local.set $x (i32.load (local.get $e)))
                       (if (i32.ne (i32.load offset=${L.listStamp} (i32.shl (local.get $x) (i32.const 2))) (local.get $gen))
                         (then
                           (i32.store offset=${L.listStamp} (i32.shl (local.get $x) (i32.const 2)) (local.get $gen))
-                          (i32.store (i32.add (local.get $next) (i32.shl (local.get $nextCount) (i32.const 2))) (local.get $x))
-                          (local.set $nextCount (i32.add (local.get $nextCount) (i32.const 1)))))
-                      (br_if $queue (i32.lt_u (local.tee $e (i32.add (local.get $e) (i32.const 1))) (local.get $end)))))))
+                          (i32.store (local.get $np) (local.get $x))
+                          (local.set $np (i32.add (local.get $np) (i32.const 4)))))
+                      (br_if $queue (i32.lt_u (local.tee $e (i32.add (local.get $e) (i32.const 4))) (local.get $end)))))))
               (br_if $apply (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (local.get $gcount)))))
-          (br_if $entries (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1))) (local.get $count))))
+          (br_if $entries (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 4))) (local.get $iend))))
+        (local.set $count (i32.shr_u (i32.sub (local.get $np) (local.get $next)) (i32.const 2)))
         (local.set $tmp (local.get $cur))
         (local.set $cur (local.get $next))
         (local.set $next (local.get $tmp))
-        (local.set $count (local.get $nextCount))
         (local.set $pass (i32.add (local.get $pass) (i32.const 1)))
         (br $passes)))
     (i32.store offset=${reg(REG_GEN)} (i32.const 0) (local.get $gen))
@@ -467,13 +472,13 @@ export const makeKernel = (t: KernelTables, maxPasses: number): Kernel => {
   const buf = memory.buffer
   new Int32Array(buf, L.nnStart, t.nnStart.length).set(t.nnStart)
   new Int32Array(buf, L.nnOther, t.nnOther.length).set(t.nnOther)
-  new Int32Array(buf, L.effStart, t.effStart.length).set(t.effStart)
+  new Int32Array(buf, L.effStart, t.effStart.length).set(t.effStart.map((k) => L.eff + 8 * k))
   const eff = new Int32Array(buf, L.eff, 2 * t.effIdx.length)
   for (let k = 0; k < t.effIdx.length; k++) {
     eff[2 * k] = L.ns + 4 * t.effIdx[k]!
     eff[2 * k + 1] = t.effAmt[k]!
   }
-  new Int32Array(buf, L.depStart, t.depStart.length).set(t.depStart)
+  new Int32Array(buf, L.depStart, t.depStart.length).set(t.depStart.map((k) => L.dep + 4 * k))
   new Int32Array(buf, L.dep, t.dep.length).set(t.dep)
   const instance = new wasm.Instance(compiled.module, { env: { memory } })
   const zv = new Int32Array(buf, L.zv, 3 * t.nodeCount)
