@@ -80,6 +80,8 @@ export interface KernelLayout {
   /** Channel lists as in ChipTables (nnStart indexes nnOther). */
   readonly nnStart: number
   readonly nnOther: number
+  /** RANK_CODE, 33 bytes. */
+  readonly rankCode: number
   /** Per node, the byte address of its first effect pair (and of the next node's). */
   readonly effStart: number
   /** Effect pairs: byte address of the target node word, amount. */
@@ -107,6 +109,16 @@ export const REG_MACRO_COUNT = 8
 export const NOTE_HASH = 1
 export const NOTE_RECORD = 2
 export const NOTE_MACRO = 4
+
+/**
+ * A node's rank code by the leading zeros of its drive word (see DRV_PULLUP etc. in Chip.ts):
+ * twice the priority of what drives it, 10 ground (a ground count, from bit 16), 8 power (from
+ * bit 8), 6 pull-down (bit 1), 4 pull-up (bit 0 alone), 0 nothing; or'd with the node's level
+ * (stored charge), so that the largest code in a group decides its level, high for codes 1
+ * (charge), 4, 5 (pull-up), 8, 9 (power): the set bits of RANK_HIGH.
+ */
+const RANK_CODE = Uint8Array.from({ length: 33 }, (_, z) => (z <= 15 ? 10 : z <= 23 ? 8 : z === 30 ? 6 : z === 31 ? 4 : 0))
+const RANK_HIGH = (1 << 1) | (1 << 4) | (1 << 5) | (1 << 8) | (1 << 9)
 
 const layoutOf = (t: KernelTables): KernelLayout => {
   const nn = t.nodeCount
@@ -136,6 +148,7 @@ const layoutOf = (t: KernelTables): KernelLayout => {
   const macroNodes = take(4 * nn)
   const nnStart = take(4 * (nn + 1))
   const nnOther = take(4 * t.nnOther.length)
+  const rankCode = take(RANK_CODE.length)
   const effStart = take(4 * (nn + 1))
   const eff = take(8 * t.effIdx.length)
   const depStart = take(4 * (2 * nn + 1))
@@ -143,7 +156,7 @@ const layoutOf = (t: KernelTables): KernelLayout => {
   return {
     value, ns, listA, listB, listStamp, groupStamp, group, stackNode, stackMask, scratch, regs,
     zv, recStamp, recNodes, recNodeWas, macroStamp, macroOrig, macroNodes,
-    nnStart, nnOther, effStart, eff, depStart, dep, pages: Math.ceil(at / 65536)
+    nnStart, nnOther, rankCode, effStart, eff, depStart, dep, pages: Math.ceil(at / 65536)
   }
 }
 
@@ -158,15 +171,12 @@ const layoutOf = (t: KernelTables): KernelLayout => {
  */
 const source = (t: KernelTables, L: KernelLayout, maxPasses: number): string => {
   const reg = (i: number) => L.regs + 4 * i
-  // rank of node $n's drive word $d and level: 5 ground, 4 power, 3 pull-down, 2 pull-up, else the level
+  // rank code of node $n from its drive word $d and level: RANK_CODE by the leading zeros of
+  // $d, or'd with the level (see RANK_CODE); the group's code is the largest of its nodes'
   const rank = (n: string) => `
-    (select (i32.const 5)
-      (select (i32.const 4)
-        (select (i32.const 3)
-          (select (i32.const 2) (i32.load8_u offset=${L.value} (local.get ${n})) (i32.and (local.get $d) (i32.const 1)))
-          (i32.and (local.get $d) (i32.const 2)))
-        (i32.ge_u (local.get $d) (i32.const 0x100)))
-      (i32.ge_u (local.get $d) (i32.const 0x10000)))`
+    (i32.or
+      (i32.load8_u offset=${L.rankCode} (i32.clz (local.get $d)))
+      (i32.load8_u offset=${L.value} (local.get ${n})))`
   // node $n's effect list applied for its new level $nv (uses $e, $end, $x); effStart holds the
   // byte addresses of the effect pairs
   const effects = `
@@ -283,7 +293,7 @@ ${noting ? notingLoads : ""}
                     (local.set $rank ${rank("$start")})
                     (local.set $d (i32.load offset=${L.ns + 4} (i32.shl (local.get $o) (i32.const 3))))
                     (local.set $r ${rank("$o")})
-                    (if (i32.gt_u (local.get $r) (local.get $rank)) (then (local.set $rank (local.get $r))))
+                    (local.set $rank (select (local.get $r) (local.get $rank) (i32.gt_u (local.get $r) (local.get $rank))))
                     (i32.store offset=${L.group} (i32.const 0) (local.get $start))
                     (i32.store offset=${L.group + 4} (i32.const 0) (local.get $o))
                     (local.set $vsum (i32.add (i32.load8_u offset=${L.value} (local.get $start)) (i32.load8_u offset=${L.value} (local.get $o))))
@@ -311,7 +321,7 @@ ${noting ? notingLoads : ""}
                           (local.set $gcount (i32.const 2))
                           (local.set $d (i32.load offset=${L.ns + 4} (i32.shl (local.get $x) (i32.const 3))))
                           (local.set $r ${rank("$x")})
-                          (if (i32.gt_u (local.get $r) (local.get $rank)) (then (local.set $rank (local.get $r))))))
+                          (local.set $rank (select (local.get $r) (local.get $rank) (i32.gt_u (local.get $r) (local.get $rank))))))
                       ;; $m: centre, $low: its channels not yet followed, $sp: its nnStart
                       (local.set $sp (i32.load offset=${L.nnStart} (i32.shl (local.get $m) (i32.const 2))))
                       (loop $leaves
@@ -329,7 +339,7 @@ ${noting ? notingLoads : ""}
                             (local.set $gcount (i32.add (local.get $gcount) (i32.const 1)))
                             (local.set $d (i32.load offset=${L.ns + 4} (i32.shl (local.get $o) (i32.const 3))))
                             (local.set $r ${rank("$o")})
-                            (if (i32.gt_u (local.get $r) (local.get $rank)) (then (local.set $rank (local.get $r))))))
+                            (local.set $rank (select (local.get $r) (local.get $rank) (i32.gt_u (local.get $r) (local.get $rank))))))
                         (br_if $leaves (local.get $low)))
                       (br $grouped))
                     ;; depth-first walk over conducting channels, lowest bit (transistor row) first
@@ -346,11 +356,11 @@ ${noting ? notingLoads : ""}
                     (i32.store offset=${L.stackMask} (i32.const 0) (local.get $sm))
                     (block $walked
                       (loop $walk
-                        (if (i32.lt_u (local.get $rank) (i32.const 5))
+                        (if (i32.lt_u (local.get $rank) (i32.const 10))
                           (then
                             (local.set $d (i32.load offset=${L.ns + 4} (i32.shl (local.get $m) (i32.const 3))))
                             (local.set $r ${rank("$m")})
-                            (if (i32.gt_u (local.get $r) (local.get $rank)) (then (local.set $rank (local.get $r))))))
+                            (local.set $rank (select (local.get $r) (local.get $rank) (i32.gt_u (local.get $r) (local.get $rank))))))
                         (local.set $found (i32.const -1))
                         (block $got
                           (loop $search
@@ -384,8 +394,8 @@ ${noting ? notingLoads : ""}
                         (i32.store offset=${L.stackMask} (i32.shl (local.get $sp) (i32.const 2))
                           (i32.load offset=${L.ns} (i32.shl (local.get $m) (i32.const 3))))
                         (br $walk))))))
-                ;; high when the top rank is 1, 2 or 4
-                (local.set $nv (i32.and (i32.shr_u (i32.const 22) (local.get $rank)) (i32.const 1)))
+                ;; high when the top code is stored charge, pull-up or power
+                (local.set $nv (i32.and (i32.shr_u (i32.const ${RANK_HIGH}) (local.get $rank)) (i32.const 1)))
                 ;; nothing to do when every member already has that level ($vsum: members high)
                 (br_if $nextEntry (i32.eq (local.get $vsum) (i32.mul (local.get $nv) (local.get $gcount))))))
             ;; apply the level in walk order
@@ -472,6 +482,7 @@ export const makeKernel = (t: KernelTables, maxPasses: number): Kernel => {
   const buf = memory.buffer
   new Int32Array(buf, L.nnStart, t.nnStart.length).set(t.nnStart)
   new Int32Array(buf, L.nnOther, t.nnOther.length).set(t.nnOther)
+  new Uint8Array(buf, L.rankCode, RANK_CODE.length).set(RANK_CODE)
   new Int32Array(buf, L.effStart, t.effStart.length).set(t.effStart.map((k) => L.eff + 8 * k))
   const eff = new Int32Array(buf, L.eff, 2 * t.effIdx.length)
   for (let k = 0; k < t.effIdx.length; k++) {
