@@ -171,12 +171,17 @@ const layoutOf = (t: KernelTables): KernelLayout => {
  */
 const source = (t: KernelTables, L: KernelLayout, maxPasses: number): string => {
   const reg = (i: number) => L.regs + 4 * i
-  // rank code of node $n from its drive word $d and level: RANK_CODE by the leading zeros of
-  // $d, or'd with the level (see RANK_CODE); the group's code is the largest of its nodes'
-  const rank = (n: string) => `
-    (i32.or
-      (i32.load8_u offset=${L.rankCode} (i32.clz (local.get $d)))
-      (i32.load8_u offset=${L.value} (local.get ${n})))`
+  // appends node $n to the group list: its level joins $vsum (members high), its rank code
+  // (RANK_CODE by the leading zeros of its drive word, or'd with its level) the maximum $rank
+  const member = (n: string) => `
+    (i32.store offset=${L.group} (i32.shl (local.get $gcount) (i32.const 2)) (local.get ${n}))
+    (local.set $gcount (i32.add (local.get $gcount) (i32.const 1)))
+    (local.set $v (i32.load8_u offset=${L.value} (local.get ${n})))
+    (local.set $vsum (i32.add (local.get $vsum) (local.get $v)))
+    (local.set $r (i32.or
+      (i32.load8_u offset=${L.rankCode} (i32.clz (i32.load offset=${L.ns + 4} (i32.shl (local.get ${n}) (i32.const 3)))))
+      (local.get $v)))
+    (local.set $rank (select (local.get $r) (local.get $rank) (i32.gt_u (local.get $r) (local.get $rank))))`
   // node $n's effect list applied for its new level $nv (uses $e, $end, $x); effStart holds the
   // byte addresses of the effect pairs
   const effects = `
@@ -244,7 +249,7 @@ const source = (t: KernelTables, L: KernelLayout, maxPasses: number): string => 
     (local $k i32) (local $n i32) (local $e i32) (local $end i32) (local $tmp i32)
     (local $h1 i32) (local $h2 i32) (local $h3 i32) (local $recGen i32) (local $recCount i32)
     (local $macroGen i32) (local $macroCount i32)
-    (local $vsum i32)
+    (local $vsum i32) (local $v i32)
 ${noting ? notingLoads : ""}
     (block $done
       (loop $passes
@@ -263,14 +268,12 @@ ${noting ? notingLoads : ""}
               (then
                 ;; alone in its group: rails by count, then pulls, then stored charge (unchanged)
                 (local.set $d (i32.load offset=${L.ns + 4} (i32.shl (local.get $start) (i32.const 3))))
-                (br_if $nextEntry (i32.eqz (local.get $d)))
-                (local.set $nv
-                  (select (i32.const 0)
-                    (select (i32.const 1)
-                      (i32.xor (i32.shr_u (i32.and (local.get $d) (i32.const 2)) (i32.const 1)) (i32.const 1))
-                      (i32.ge_u (local.get $d) (i32.const 0x100)))
-                    (i32.ge_u (local.get $d) (i32.const 0x10000))))
-                (br_if $nextEntry (i32.eq (local.get $nv) (i32.load8_u offset=${L.value} (local.get $start))))
+                (local.set $r (i32.load8_u offset=${L.value} (local.get $start)))
+                (local.set $nv (i32.and
+                  (i32.shr_u (i32.const ${RANK_HIGH})
+                    (i32.or (i32.load8_u offset=${L.rankCode} (i32.clz (local.get $d))) (local.get $r)))
+                  (i32.const 1)))
+                (br_if $nextEntry (i32.eq (local.get $nv) (local.get $r)))
                 (i32.store offset=${L.group} (i32.const 0) (local.get $start))
                 (local.set $gcount (i32.const 1)))
               (else
@@ -287,17 +290,12 @@ ${noting ? notingLoads : ""}
                     (local.set $mk (i32.load offset=${L.ns} (i32.shl (local.get $x) (i32.const 3))))
                     (if (i32.eqz (i32.and (local.get $mk) (i32.sub (local.get $mk) (i32.const 1))))
                       (then (local.set $o (local.get $x))))))
+                (local.set $rank (i32.const 0))
+                (local.set $vsum (i32.const 0))
+                (local.set $gcount (i32.const 0))
+                ${member("$start")}
                 (if (i32.ge_s (local.get $o) (i32.const 0))
-                  (then
-                    (local.set $d (i32.load offset=${L.ns + 4} (i32.shl (local.get $start) (i32.const 3))))
-                    (local.set $rank ${rank("$start")})
-                    (local.set $d (i32.load offset=${L.ns + 4} (i32.shl (local.get $o) (i32.const 3))))
-                    (local.set $r ${rank("$o")})
-                    (local.set $rank (select (local.get $r) (local.get $rank) (i32.gt_u (local.get $r) (local.get $rank))))
-                    (i32.store offset=${L.group} (i32.const 0) (local.get $start))
-                    (i32.store offset=${L.group + 4} (i32.const 0) (local.get $o))
-                    (local.set $vsum (i32.add (i32.load8_u offset=${L.value} (local.get $start)) (i32.load8_u offset=${L.value} (local.get $o))))
-                    (local.set $gcount (i32.const 2)))
+                  (then ${member("$o")})
                   (else
                    (block $grouped
                     (block $generic
@@ -305,23 +303,13 @@ ${noting ? notingLoads : ""}
                       ;; conducting channel), the centre being start or start's one neighbour $x
                       ;; (mask $mk). The walk below visits it as start, [centre,] leaves in bit
                       ;; order, so that order is taken directly; anything else goes to the walk.
-                      (local.set $d (i32.load offset=${L.ns + 4} (i32.shl (local.get $start) (i32.const 3))))
-                      (local.set $rank ${rank("$start")})
-                      (i32.store offset=${L.group} (i32.const 0) (local.get $start))
-                      (local.set $vsum (i32.load8_u offset=${L.value} (local.get $start)))
-                      (local.set $gcount (i32.const 1))
                       (local.set $m (local.get $start))
                       (local.set $low (local.get $sm))
                       (if (i32.eqz (i32.and (local.get $sm) (i32.sub (local.get $sm) (i32.const 1))))
                         (then
                           (local.set $m (local.get $x))
                           (local.set $low (local.get $mk))
-                          (i32.store offset=${L.group + 4} (i32.const 0) (local.get $x))
-                          (local.set $vsum (i32.add (local.get $vsum) (i32.load8_u offset=${L.value} (local.get $x))))
-                          (local.set $gcount (i32.const 2))
-                          (local.set $d (i32.load offset=${L.ns + 4} (i32.shl (local.get $x) (i32.const 3))))
-                          (local.set $r ${rank("$x")})
-                          (local.set $rank (select (local.get $r) (local.get $rank) (i32.gt_u (local.get $r) (local.get $rank))))))
+                          ${member("$x")}))
                       ;; $m: centre, $low: its channels not yet followed, $sp: its nnStart
                       (local.set $sp (i32.load offset=${L.nnStart} (i32.shl (local.get $m) (i32.const 2))))
                       (loop $leaves
@@ -334,33 +322,22 @@ ${noting ? notingLoads : ""}
                           (then
                             (local.set $mk (i32.load offset=${L.ns} (i32.shl (local.get $o) (i32.const 3))))
                             (br_if $generic (i32.and (local.get $mk) (i32.sub (local.get $mk) (i32.const 1))))
-                            (i32.store offset=${L.group} (i32.shl (local.get $gcount) (i32.const 2)) (local.get $o))
-                            (local.set $vsum (i32.add (local.get $vsum) (i32.load8_u offset=${L.value} (local.get $o))))
-                            (local.set $gcount (i32.add (local.get $gcount) (i32.const 1)))
-                            (local.set $d (i32.load offset=${L.ns + 4} (i32.shl (local.get $o) (i32.const 3))))
-                            (local.set $r ${rank("$o")})
-                            (local.set $rank (select (local.get $r) (local.get $rank) (i32.gt_u (local.get $r) (local.get $rank))))))
+                            ${member("$o")}))
                         (br_if $leaves (local.get $low)))
                       (br $grouped))
                     ;; depth-first walk over conducting channels, lowest bit (transistor row) first
                     (local.set $ggen (i32.add (local.get $ggen) (i32.const 1)))
                     (local.set $rank (i32.const 0))
+                    (local.set $vsum (i32.const 0))
+                    (local.set $gcount (i32.const 0))
+                    ${member("$start")}
                     (local.set $sp (i32.const 0))
-                    (local.set $m (local.get $start))
                     (i32.store offset=${L.groupStamp} (i32.shl (local.get $start) (i32.const 2)) (local.get $ggen))
-                    (i32.store offset=${L.group} (i32.const 0) (local.get $start))
-                    (local.set $vsum (i32.load8_u offset=${L.value} (local.get $start)))
-                    (local.set $gcount (i32.const 1))
                     (i32.store offset=${L.stackNode} (i32.const 0)
                       (i32.load offset=${L.nnStart} (i32.shl (local.get $start) (i32.const 2))))
                     (i32.store offset=${L.stackMask} (i32.const 0) (local.get $sm))
                     (block $walked
                       (loop $walk
-                        (if (i32.lt_u (local.get $rank) (i32.const 10))
-                          (then
-                            (local.set $d (i32.load offset=${L.ns + 4} (i32.shl (local.get $m) (i32.const 3))))
-                            (local.set $r ${rank("$m")})
-                            (local.set $rank (select (local.get $r) (local.get $rank) (i32.gt_u (local.get $r) (local.get $rank))))))
                         (local.set $found (i32.const -1))
                         (block $got
                           (loop $search
@@ -385,9 +362,7 @@ ${noting ? notingLoads : ""}
                         (br_if $walked (i32.lt_s (local.get $found) (i32.const 0)))
                         (local.set $m (local.get $found))
                         (i32.store offset=${L.groupStamp} (i32.shl (local.get $m) (i32.const 2)) (local.get $ggen))
-                        (i32.store offset=${L.group} (i32.shl (local.get $gcount) (i32.const 2)) (local.get $m))
-                        (local.set $vsum (i32.add (local.get $vsum) (i32.load8_u offset=${L.value} (local.get $m))))
-                        (local.set $gcount (i32.add (local.get $gcount) (i32.const 1)))
+                        ${member("$m")}
                         (local.set $sp (i32.add (local.get $sp) (i32.const 1)))
                         (i32.store offset=${L.stackNode} (i32.shl (local.get $sp) (i32.const 2))
                           (i32.load offset=${L.nnStart} (i32.shl (local.get $m) (i32.const 2))))
