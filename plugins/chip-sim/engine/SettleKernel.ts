@@ -19,10 +19,25 @@
  * levels as bytes, node words, lists, stamps, the walk stack, the recorders) followed by copies
  * of the static tables it reads (channel lists, effect lists with byte addresses of their target
  * words, dependant lists). Chip's typed arrays for these are views of the same memory, so its
- * TypeScript paths and the kernel share one state. The source is assembled by Wat.ts when the
+ * TypeScript paths and the kernel share one state. The source is assembled by WABT when the
  * first chip of a netlist is built.
  */
-import { assemble } from "./Wat.ts"
+import initWabt from "wabt"
+
+/**
+ * WebAssembly text to binary by WABT's own parser and encoder (the `wabt` package, the
+ * WebAssembly Binary Toolkit built to WebAssembly), validated; throws WABT's message on an error.
+ */
+const wabt = await initWabt()
+export const assemble = (src: string): Uint8Array => {
+  const m = wabt.parseWat("settle.wat", src)
+  try {
+    m.validate()
+    return m.toBinary({}).buffer
+  } finally {
+    m.destroy()
+  }
+}
 
 /** The parts of the WebAssembly JS API used here (the project's type libraries do not declare it). */
 interface WasmMemory {

@@ -1,6 +1,6 @@
-/** The WebAssembly text-subset assembler behind the settle kernel. */
+/** The WebAssembly text to binary step behind the settle kernel (WABT). */
 import { describe, expect, it } from "vitest"
-import { assemble } from "../../../../plugins/chip-sim/engine/Wat.ts"
+import { assemble } from "../../../../plugins/chip-sim/engine/SettleKernel.ts"
 
 interface Wasm {
   Memory: new (d: { initial: number }) => { buffer: ArrayBuffer }
@@ -15,7 +15,7 @@ const instantiate = (src: string) => {
   return { exports, memory }
 }
 
-describe("Wat assembler", () => {
+describe("settle kernel assembly (WABT)", () => {
   it("assembles loops, branches, selects, locals and memory access that run as written", () => {
     const { exports, memory } = instantiate(`
       (module
@@ -40,11 +40,11 @@ describe("Wat assembler", () => {
     expect(exports.pick!(7, 9, 0)).toBe(-70000)
   })
 
-  it("rejects what it does not know", () => {
+  it("rejects malformed or ill-typed text", () => {
     const wrap = (body: string) => `(module (import "env" "memory" (memory 1)) (func $f (export "f") ${body}))`
-    expect(() => assemble(wrap("(i64.add (i32.const 1) (i32.const 2))"))).toThrow(/unknown instruction i64.add/)
-    expect(() => assemble(wrap("(br $nowhere)"))).toThrow(/unknown label/)
-    expect(() => assemble(wrap("(local.get $x)"))).toThrow(/unknown local/)
-    expect(() => assemble(wrap("(nop"))).toThrow(/missing \)/)
+    expect(() => assemble(wrap("(i64.add (i32.const 1) (i32.const 2))"))).toThrow()
+    expect(() => assemble(wrap("(br $nowhere)"))).toThrow()
+    expect(() => assemble(wrap("(local.get $x)"))).toThrow()
+    expect(() => assemble(wrap("(nop"))).toThrow()
   })
 })
