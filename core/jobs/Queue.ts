@@ -134,7 +134,8 @@ export const PREFETCH_WAIT_MS = 1_000
  * least 16. Short jobs free their slot long before BullMQ's next fetch (one round trip per
  * finished delivery) comes back, so the fetched-ahead deliveries are what keeps the slots busy;
  * in the jobs bench (trivial jobs, 4 slots) 4 ahead completed 2,480 jobs/s and 20 ahead 2,910.
- * A process busy with long jobs hands them back after `PREFETCH_WAIT_MS`.
+ * A process whose slots stay busy hands them back after `PREFETCH_WAIT_MS` and fetches no more
+ * ahead until a slot frees.
  */
 export const fetchAhead = (concurrency: number): number => Math.max(concurrency, 16)
 
@@ -248,10 +249,13 @@ export class RedisQueue implements JobQueue {
     if (!this.storeClient) this.workerConnection = new Redis(this.settings.url, { maxRetriesPerRequest: null })
     const slots = new Slots(concurrency)
     this.slots = slots
+    const ahead = concurrency + fetchAhead(concurrency)
     this.worker = new BullWorker("jobs", async (bj, token) => {
       if (!(await slots.acquire(PREFETCH_WAIT_MS))) {
         // No slot in time (long jobs here) or stopping: back to the queue for any worker. The
-        // record is still QUEUED (nothing was claimed), so no attempt is counted.
+        // record is still QUEUED (nothing was claimed), so no attempt is counted. Fetching ahead
+        // stops until a slot frees, or this process would take the job straight back.
+        this.worker!.concurrency = concurrency
         await bj.moveToDelayed(Date.now(), token)
         throw new DelayedError()
       }
@@ -261,12 +265,13 @@ export class RedisQueue implements JobQueue {
         await deliver(data.id, data.snapshot, bj.attemptsStarted <= 1 && bj.stalledCounter === 0)
       } finally {
         slots.release()
+        if (this.worker!.concurrency !== ahead) this.worker!.concurrency = ahead
       }
     }, {
       connection: this.storeClient ?? this.workerConnection!,
       prefix: this.settings.prefix,
       // `concurrency` run at once (the slots); `fetchAhead` more are fetched, waiting for one.
-      concurrency: concurrency + fetchAhead(concurrency),
+      concurrency: ahead,
       lockDuration: lockMs,
       stalledInterval: Math.max(100, Math.round(lockMs / 2)),
       // A job whose worker died is always handed out again; our attempt count bounds re-runs.
