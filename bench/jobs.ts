@@ -3,8 +3,8 @@
  * and run to COMPLETED, on the embedded and the redis backend, next to raw BullMQ (`queue.add`
  * + `Worker`, no HTTP, no job records) on the same private redis-server in the same run.
  *
- * Both sides are measured the same way: the producer (HTTP client, or BullMQ `queue.add` caller)
- * runs in a worker thread with 32 requests in flight, the consumer (the platform, or the raw
+ * Both sides are measured the same way: the producer (autocannon as HTTP client, or BullMQ
+ * `queue.add` caller) runs in a worker thread with 32 requests in flight, the consumer (the platform, or the raw
  * BullMQ Worker) in the main thread with the same worker concurrency; the figure is jobs per
  * second from the first submit to the last completion, after a 50-job warm-up.
  *
@@ -15,8 +15,10 @@
  * process, the deployment `platform worker` is for), `raw_bullmq_jobs_per_s`,
  * `redis_vs_raw_bullmq` (target >= 0.5), and `http_floor_req_per_s`: the same producer posting
  * to an unknown job type (404, nothing recorded), i.e. what the listener alone sustains, with
- * `redis_vs_http_floor`; and `*_cpu_ms_per_job`: CPU time per job of this process (all threads,
- * producer included) plus the redis-server, which the machine's other load does not inflate. `JOBS_BENCH_N` sets the job count (default 3000),
+ * `redis_vs_http_floor`; `redis_submitted_per_s` (the submissions alone); and `*_cpu_ms_per_job`:
+ * CPU time per job of this process (all threads, producer included), the `platform worker`
+ * process where there is one, and the redis-server, which the machine's other load does not
+ * inflate, with the redis-server's share as `*redis_server_cpu_ms_per_job`. `JOBS_BENCH_N` sets the job count (default 3000),
  * `JOBS_BENCH_CONCURRENCY` the worker concurrency (default 4, the spec's WORKER_CONCURRENCY).
  */
 import { spawn } from "node:child_process"
@@ -55,7 +57,10 @@ function cjsPath(pkg: string, file: string): string {
   return path.join(ROOT, "node_modules", pkg, file)
 }
 
-/** CPU milliseconds used so far by this process (all threads) and by the redis-server. */
+/**
+ * CPU milliseconds used so far by this process (all threads, plus process `workerPid` when given)
+ * and by the redis-server.
+ */
 const cpuMs = async (redisUrl: string, workerPid?: number): Promise<{ node: number; redis: number }> => {
   const r = new Redis(redisUrl)
   const info = await r.info("cpu")
@@ -100,17 +105,22 @@ const autocannon = require(${JSON.stringify(cjsPath("autocannon", "autocannon.js
 const { url, width, expect } = workerData
 parentPort.on("message", (amount) => {
   // Done when the last answer arrives: autocannon's own "done" waits for its next 1-s sample tick.
+  // One answer per batch: "" or the first error.
   let answered = 0
   let bad = 0
+  let over = false
+  const finish = (m) => {
+    if (over) return
+    over = true
+    instance.stop()
+    parentPort.postMessage(m)
+  }
   const instance = autocannon({ url, method: "POST", headers: { "content-type": "application/json" }, body: "{}", connections: width, amount })
   instance.on("response", (client, status) => {
     if (status !== expect) bad++
-    if (++answered === amount) {
-      parentPort.postMessage(bad === 0 ? "" : bad + " of " + amount + " not answered " + expect)
-      instance.stop()
-    }
+    if (++answered === amount) finish(bad === 0 ? "" : bad + " of " + amount + " not answered " + expect)
   })
-  instance.on("reqError", (e) => parentPort.postMessage("request error: " + e.message))
+  instance.on("reqError", (e) => finish("request error: " + e.message))
 })
 `
 
@@ -119,7 +129,7 @@ parentPort.on("message", (amount) => {
  * request in flight on each); rejects unless every answer has status `expect`. autocannon, not
  * node:http's client: on this 2-core machine the load generator shares the CPU with the platform,
  * and node:http's client cost several times the server's CPU per request (floor 6,400-7,900
- * req/s with it; about 17,000 with autocannon).
+ * req/s with it; 14,500-17,000 with autocannon).
  */
 const httpProducer = (url: string, expect = 202): Producer => thread(HTTP_PRODUCER, { url, width: IN_FLIGHT, expect })
 
@@ -279,7 +289,7 @@ export async function benchJobs(): Promise<Record<string, number>> {
       viaRedis = best(viaRedis, await platformRun("redis", redis.url))
       if (!ONLY_REDIS) separate = best(separate, await platformRun("redis", redis.url, true))
     }
-    const ms = (r: Rate) => Math.round(r.cpuMs * 1000) / 1000
+    const ms = (x: number) => Math.round(x * 1000) / 1000
     const figures = {
       jobs: N,
       worker_concurrency: CONCURRENCY,
@@ -292,12 +302,12 @@ export async function benchJobs(): Promise<Record<string, number>> {
       redis_vs_raw_bullmq: Math.round((viaRedis.perS / raw.perS) * 100) / 100,
       redis_vs_http_floor: Math.round((viaRedis.perS / floor) * 100) / 100,
       redis_separate_worker_vs_raw_bullmq: Math.round((separate.perS / raw.perS) * 100) / 100,
-      embedded_cpu_ms_per_job: ms(embedded),
-      redis_cpu_ms_per_job: ms(viaRedis),
-      raw_bullmq_cpu_ms_per_job: ms(raw),
-      redis_separate_worker_cpu_ms_per_job: ms(separate),
-      redis_server_cpu_ms_per_job: Math.round(viaRedis.redisCpuMs * 1000) / 1000,
-      raw_bullmq_redis_server_cpu_ms_per_job: Math.round(raw.redisCpuMs * 1000) / 1000
+      embedded_cpu_ms_per_job: ms(embedded.cpuMs),
+      redis_cpu_ms_per_job: ms(viaRedis.cpuMs),
+      raw_bullmq_cpu_ms_per_job: ms(raw.cpuMs),
+      redis_separate_worker_cpu_ms_per_job: ms(separate.cpuMs),
+      redis_server_cpu_ms_per_job: ms(viaRedis.redisCpuMs),
+      raw_bullmq_redis_server_cpu_ms_per_job: ms(raw.redisCpuMs)
     }
     console.log(figures)
     return figures

@@ -348,7 +348,6 @@ export class JobWorker {
       if (r?.changed && r.job.status === "QUEUED") await this.queue.enqueue(r.job, retryDelayMs)
     } finally {
       clearTimeout(timer)
-      claim.fold()
       this.running.delete(id)
       if (workDir) await fsp.rm(workDir, { recursive: true, force: true }).catch(() => {})
     }
