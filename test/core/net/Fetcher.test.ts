@@ -4,6 +4,7 @@ import { Fetcher, retryAfterMs } from "../../../core/net/Fetcher.ts"
 import { directOnly, parseGeo } from "../../../core/net/GeoRouting.ts"
 import { RateLimiter } from "../../../core/net/RateLimiter.ts"
 import { type Fixture, serve } from "../../fixtures/pages-server.ts"
+import { expectJobFailure } from "./jobContext.ts"
 
 let fx: Fixture
 const hits = new Map<string, number>()
@@ -56,11 +57,7 @@ afterAll(() => fx.close())
 
 const fetcher = new Fetcher({ backoffBaseMs: 10, timeoutMs: 2_000 })
 
-const failure = async (p: Promise<unknown>): Promise<JobFailure> => {
-  const e = await p.then(() => undefined, (e: unknown) => e)
-  expect(e).toBeInstanceOf(JobFailure)
-  return e as JobFailure
-}
+const failure = expectJobFailure
 
 describe("Fetcher", () => {
   it("returns the body and JSON of a 200", async () => {

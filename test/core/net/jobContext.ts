@@ -6,7 +6,8 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
-import type { JobContext } from "../../../core/Contribution.ts"
+import { expect } from "vitest"
+import { type JobContext, JobFailure } from "../../../core/Contribution.ts"
 
 export interface TestJobContext extends JobContext {
   readonly controller: AbortController
@@ -54,4 +55,24 @@ export const makeJobContext = (jobId = `job_test${++seq}`): TestJobContext => {
     read: (url) => readFileSync(fileURLToPath(url)),
     cleanup: () => rmSync(root, { recursive: true, force: true })
   }
+}
+
+/** Contexts for one test file: `make` builds one, `cleanup` (in `afterEach`) removes all made so far. */
+export const jobContexts = () => {
+  const made: Array<TestJobContext> = []
+  return {
+    make: (jobId?: string): TestJobContext => {
+      const c = makeJobContext(jobId)
+      made.push(c)
+      return c
+    },
+    cleanup: (): void => made.splice(0).forEach((c) => c.cleanup())
+  }
+}
+
+/** The rejection of `p`, asserted to be a `JobFailure` (the test fails if `p` resolves or rejects with anything else). */
+export const expectJobFailure = async (p: Promise<unknown>): Promise<JobFailure> => {
+  const e = await p.then(() => undefined, (e: unknown) => e)
+  expect(e).toBeInstanceOf(JobFailure)
+  return e as JobFailure
 }

@@ -1,16 +1,15 @@
 import { Schema } from "effect"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
-import { JobFailure } from "../../../core/Contribution.ts"
 import { archiveDiscoverOp, fetchArchiveOp } from "../../../plugins/job-archive/GraphOps.ts"
 import { lazarusJob, type LazarusPayload } from "../../../plugins/job-archive/Lazarus.ts"
 import { ArchiveConfig, makeArchiveClient } from "../../../plugins/job-archive/plugin.ts"
 import { type ArchiveFixture, archiveConfigFor, archiveServer } from "../../fixtures/archive-server.ts"
-import { makeJobContext, type TestJobContext } from "../../core/net/jobContext.ts"
+import { expectJobFailure, jobContexts, type TestJobContext } from "../../core/net/jobContext.ts"
 
 let fx: ArchiveFixture
 let job: ReturnType<typeof lazarusJob>
 let client: ReturnType<typeof makeArchiveClient>
-const contexts: TestJobContext[] = []
+const contexts = jobContexts()
 
 beforeAll(async () => {
   fx = await archiveServer()
@@ -20,21 +19,13 @@ beforeAll(async () => {
 afterAll(() => fx.close())
 afterEach(() => {
   fx.reset()
-  contexts.splice(0).forEach((c) => c.cleanup())
+  contexts.cleanup()
 })
 
-const ctx = () => {
-  const c = makeJobContext()
-  contexts.push(c)
-  return c
-}
+const ctx = () => contexts.make()
 const decode = (u: unknown) => Schema.decodeUnknownSync(job.payload)(u) as LazarusPayload
 const run = async (payload: unknown, c = ctx()) => ({ result: await job.handler(decode(payload), c), c })
-const failure = async (p: Promise<unknown>): Promise<JobFailure> => {
-  const e = await p.then(() => undefined, (e: unknown) => e)
-  expect(e).toBeInstanceOf(JobFailure)
-  return e as JobFailure
-}
+const failure = expectJobFailure
 const manifest = (c: TestJobContext, url: string) =>
   c.read(url).toString("utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>)
 

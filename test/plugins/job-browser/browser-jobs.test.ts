@@ -1,14 +1,13 @@
 import { Schema } from "effect"
 import { existsSync } from "node:fs"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
-import { JobFailure } from "../../../core/Contribution.ts"
 import { directOnly } from "../../../core/net/GeoRouting.ts"
 import { browserJob, type BrowserPayload } from "../../../plugins/job-browser/Browser.ts"
 import { type BrowserPool, killTagged } from "../../../plugins/job-browser/BrowserPool.ts"
 import { imageDimensions } from "../../../plugins/job-browser/Image.ts"
 import { BrowserConfig, browserSettings, makeBrowserPool } from "../../../plugins/job-browser/plugin.ts"
 import { screenshotJob, screenshotOp, type ScreenshotPayload } from "../../../plugins/job-browser/Screenshot.ts"
-import { makeJobContext, type TestJobContext } from "../../core/net/jobContext.ts"
+import { expectJobFailure, jobContexts } from "../../core/net/jobContext.ts"
 import { type Fixture, pagesServer } from "../../fixtures/pages-server.ts"
 import { taggedPids, waitNoTagged } from "./procs.ts"
 
@@ -17,7 +16,7 @@ let fx: Fixture
 let pool: BrowserPool
 let shot: ReturnType<typeof screenshotJob>
 let script: ReturnType<typeof browserJob>
-const contexts: TestJobContext[] = []
+const contexts = jobContexts()
 const config = () => Schema.decodeUnknownSync(BrowserConfig)({ navigation_timeout_ms: 2_000, backoff_base_ms: 20 })
 
 beforeAll(async () => {
@@ -27,7 +26,7 @@ beforeAll(async () => {
   shot = screenshotJob(pool, directOnly, s)
   script = browserJob(pool, directOnly, s)
 })
-afterEach(() => contexts.splice(0).forEach((c) => c.cleanup()))
+afterEach(() => contexts.cleanup())
 afterAll(async () => {
   await pool.close()
   await fx.close()
@@ -35,16 +34,8 @@ afterAll(async () => {
   expect(await waitNoTagged(pool.tag)).toEqual([])
 })
 
-const ctx = () => {
-  const c = makeJobContext()
-  contexts.push(c)
-  return c
-}
-const failure = async (p: Promise<unknown>): Promise<JobFailure> => {
-  const e = await p.then(() => undefined, (e: unknown) => e)
-  expect(e).toBeInstanceOf(JobFailure)
-  return e as JobFailure
-}
+const ctx = () => contexts.make()
+const failure = expectJobFailure
 const shotPayload = (u: unknown) => Schema.decodeUnknownSync(shot.payload)(u) as ScreenshotPayload
 const scriptPayload = (u: unknown) => Schema.decodeUnknownSync(script.payload)(u) as BrowserPayload
 

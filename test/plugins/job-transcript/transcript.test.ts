@@ -1,17 +1,16 @@
 import { Schema } from "effect"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
-import { JobFailure } from "../../../core/Contribution.ts"
 import { youtubeSearchOp } from "../../../plugins/job-transcript/GraphOps.ts"
 import { makeYouTubeClient, TranscriptConfig } from "../../../plugins/job-transcript/plugin.ts"
 import { chooseTrack, transcriptJob, type TranscriptPayload } from "../../../plugins/job-transcript/Transcript.ts"
 import { parseTimedText } from "../../../plugins/job-transcript/YouTube.ts"
-import { makeJobContext, type TestJobContext } from "../../core/net/jobContext.ts"
+import { expectJobFailure, jobContexts } from "../../core/net/jobContext.ts"
 import { transcriptConfigFor, type YouTubeFixture, youtubeServer } from "../../fixtures/youtube-server.ts"
 
 let fx: YouTubeFixture
 let client: ReturnType<typeof makeYouTubeClient>
 let job: ReturnType<typeof transcriptJob>
-const contexts: TestJobContext[] = []
+const contexts = jobContexts()
 
 beforeAll(async () => {
   fx = await youtubeServer()
@@ -21,21 +20,13 @@ beforeAll(async () => {
 afterAll(() => fx.close())
 afterEach(() => {
   fx.reset()
-  contexts.splice(0).forEach((c) => c.cleanup())
+  contexts.cleanup()
 })
 
-const ctx = () => {
-  const c = makeJobContext()
-  contexts.push(c)
-  return c
-}
+const ctx = () => contexts.make()
 const decode = (u: unknown) => Schema.decodeUnknownSync(job.payload)(u) as TranscriptPayload
 const run = (payload: unknown, c = ctx()) => job.handler(decode(payload), c)
-const failure = async (p: Promise<unknown>): Promise<JobFailure> => {
-  const e = await p.then(() => undefined, (e: unknown) => e)
-  expect(e).toBeInstanceOf(JobFailure)
-  return e as JobFailure
-}
+const failure = expectJobFailure
 
 describe("transcript", () => {
   it("gets the manual English track through the player API and timedtext, with timestamps", async () => {
