@@ -76,6 +76,13 @@ export interface PluginDefinition<C = any> {
   readonly setup: (ctx: PluginContext<C>) => Effect.Effect<Contributions, PluginUnavailable | PluginBootError, Scope.Scope | KernelServices>
 }
 
+/**
+ * An optional key of a plugin's config Struct with its default: `description` gets
+ * "(default <value as JSON>)" appended, so the generated schemas/ and README reference show it.
+ */
+export const configOption = <A, I>(schema: Schema.Schema<A, I>, defaultValue: A, description: string) =>
+  Schema.optionalWith(schema.annotations({ description: `${description} (default ${JSON.stringify(defaultValue)})` }), { default: () => defaultValue })
+
 /** Declares a plugin. `dependsOn` defaults to none; `config` to an empty struct. */
 export const definePlugin = <C, I>(def: {
   readonly name: string

@@ -7,7 +7,9 @@
  * on 429. Every failure leaves as a `JobFailure` whose kind follows `Failure.ts`, so the jobs
  * runtime retries transient failures (`NETWORK_ERROR`, `TIMEOUT`) and not permanent ones.
  */
+import { Schema } from "effect"
 import { JobFailure } from "../Contribution.ts"
+import { configOption } from "../Plugin.ts"
 import { DeadlineExceeded, statusFailure, transportFailure } from "./Failure.ts"
 import { directOnly, type GeoResolver, type Route } from "./GeoRouting.ts"
 import { type RateLimiter, sleep } from "./RateLimiter.ts"
@@ -244,3 +246,22 @@ const readLimited = async (res: Response, maxBytes: number, what: string): Promi
   }
   return out
 }
+
+/**
+ * The fetch keys of a job plugin's config (`fetch_timeout_ms`, `max_429_retries`,
+ * `backoff_base_ms`, `backoff_max_ms`), to spread into its config Struct; `fetcherFor` builds
+ * the `Fetcher` they describe.
+ */
+export const fetchConfigFields = {
+  fetch_timeout_ms: configOption(Schema.Int.pipe(Schema.between(100, 600_000)), 30_000, "deadline of one HTTP request, ms"),
+  max_429_retries: configOption(Schema.Int.pipe(Schema.between(0, 10)), 3, "retries after a 429 within one attempt before failing NETWORK_ERROR"),
+  backoff_base_ms: configOption(Schema.Int.pipe(Schema.between(0, 600_000)), 2_000, "first 429 backoff when the server sends no Retry-After, ms (doubles per retry)"),
+  backoff_max_ms: configOption(Schema.Int.pipe(Schema.between(0, 3_600_000)), 60_000, "longest single backoff, ms; a longer Retry-After fails the attempt at once")
+}
+
+/** A decoded config holding `fetchConfigFields`. */
+export type FetchConfig = Schema.Struct.Type<typeof fetchConfigFields>
+
+/** The `Fetcher` of a decoded config's fetch keys, routing through `geo`. */
+export const fetcherFor = (c: FetchConfig, geo: GeoResolver = directOnly): Fetcher =>
+  new Fetcher({ geo, timeoutMs: c.fetch_timeout_ms, max429Retries: c.max_429_retries, backoffBaseMs: c.backoff_base_ms, backoffMaxMs: c.backoff_max_ms })

@@ -6,19 +6,17 @@
  * rate limits are per worker process and shared by all jobs of that process.
  */
 import { Effect, Option, Schema } from "effect"
-import { Fetcher } from "../../core/net/Fetcher.ts"
+import { fetchConfigFields, fetcherFor } from "../../core/net/Fetcher.ts"
 import { directOnly, GeoRouter } from "../../core/net/GeoRouting.ts"
 import { RateLimiter } from "../../core/net/RateLimiter.ts"
-import { definePlugin } from "../../core/Plugin.ts"
+import { configOption, definePlugin } from "../../core/Plugin.ts"
 import { ArchiveClient } from "./Archive.ts"
 import { ArchivedPage, archiveDiscoverOp, fetchArchiveOp } from "./GraphOps.ts"
 import { LazarusPayload, LazarusResult, lazarusJob } from "./Lazarus.ts"
 
 const Url = Schema.String.pipe(Schema.pattern(/^https?:\/\/\S+[^/]$/), Schema.annotations({ description: "absolute http(s) URL without a trailing slash" }))
 const PerMinute = Schema.Number.pipe(Schema.greaterThan(0), Schema.annotations({ description: "requests per minute" }))
-/** An optional config key with its default; the description (default appended) feeds schemas/ and the README reference. */
-const opt = <A, I>(s: Schema.Schema<A, I>, d: A, description: string) =>
-  Schema.optionalWith(s.annotations({ description: `${description} (default ${JSON.stringify(d)})` }), { default: () => d })
+const opt = configOption
 
 /** Config of `plugins.job-archive` in platform.yaml. */
 export const ArchiveConfig = Schema.Struct({
@@ -32,10 +30,7 @@ export const ArchiveConfig = Schema.Struct({
   wayback_snapshot_per_minute: opt(PerMinute, 120, "Wayback snapshot requests per minute per worker process"),
   commoncrawl_index_per_minute: opt(PerMinute, 60, "Common Crawl index requests per minute per worker process"),
   commoncrawl_data_per_minute: opt(PerMinute, 300, "Common Crawl WARC range requests per minute per worker process"),
-  fetch_timeout_ms: opt(Schema.Int.pipe(Schema.between(100, 600_000)), 30_000, "deadline of one HTTP request, ms"),
-  max_429_retries: opt(Schema.Int.pipe(Schema.between(0, 10)), 3, "retries after a 429 within one attempt before failing NETWORK_ERROR"),
-  backoff_base_ms: opt(Schema.Int.pipe(Schema.between(0, 600_000)), 2_000, "first 429 backoff when the server sends no Retry-After, ms (doubles per retry)"),
-  backoff_max_ms: opt(Schema.Int.pipe(Schema.between(0, 3_600_000)), 60_000, "longest single backoff, ms; a longer Retry-After fails the attempt at once"),
+  ...fetchConfigFields,
   max_snapshot_bytes: opt(Schema.Int.pipe(Schema.between(1_024, 1024 * 1024 * 1024)), 20 * 1024 * 1024, "largest snapshot read, bytes")
 }).annotations({ identifier: "JobArchiveConfig" })
 export type ArchiveConfig = typeof ArchiveConfig.Type
@@ -43,7 +38,7 @@ export type ArchiveConfig = typeof ArchiveConfig.Type
 /** Builds the archive client of a decoded config (also used by tests and the graph ops). */
 export const makeArchiveClient = (c: ArchiveConfig, geo = directOnly): ArchiveClient =>
   new ArchiveClient(
-    new Fetcher({ geo, timeoutMs: c.fetch_timeout_ms, max429Retries: c.max_429_retries, backoffBaseMs: c.backoff_base_ms, backoffMaxMs: c.backoff_max_ms }),
+    fetcherFor(c, geo),
     {
       waybackCdxUrl: c.wayback_cdx_url,
       waybackSnapshotUrl: c.wayback_snapshot_url,

@@ -9,14 +9,12 @@
 import { Effect, Option, Schema } from "effect"
 import { accessSync, constants } from "node:fs"
 import { directOnly, GeoRouter } from "../../core/net/GeoRouting.ts"
-import { definePlugin, PluginUnavailable } from "../../core/Plugin.ts"
+import { configOption, definePlugin, PluginUnavailable } from "../../core/Plugin.ts"
 import { BrowserPayload, BrowserResult, browserJob } from "./Browser.ts"
 import { BrowserPool, DEFAULT_ARGS } from "./BrowserPool.ts"
 import { type BrowserJobSettings, ScreenshotPayload, ScreenshotResult, screenshotJob, screenshotOp } from "./Screenshot.ts"
 
-/** An optional config key with its default; the description (default appended) feeds schemas/ and the README reference. */
-const opt = <A, I>(s: Schema.Schema<A, I>, d: A, description: string) =>
-  Schema.optionalWith(s.annotations({ description: `${description} (default ${JSON.stringify(d)})` }), { default: () => d })
+const opt = configOption
 
 /** Config of `plugins.job-browser` in platform.yaml. */
 export const BrowserConfig = Schema.Struct({

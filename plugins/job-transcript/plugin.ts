@@ -7,17 +7,15 @@
  * versions are configurable because YouTube retires old ones.
  */
 import { Effect, Option, Schema } from "effect"
-import { Fetcher } from "../../core/net/Fetcher.ts"
+import { fetchConfigFields, fetcherFor } from "../../core/net/Fetcher.ts"
 import { directOnly, GeoRouter } from "../../core/net/GeoRouting.ts"
 import { RateLimiter } from "../../core/net/RateLimiter.ts"
-import { definePlugin } from "../../core/Plugin.ts"
+import { configOption, definePlugin } from "../../core/Plugin.ts"
 import { Video, youtubeSearchOp } from "./GraphOps.ts"
 import { TranscriptPayload, TranscriptResult, transcriptJob } from "./Transcript.ts"
 import { YouTubeClient } from "./YouTube.ts"
 
-/** An optional config key with its default; the description (default appended) feeds schemas/ and the README reference. */
-const opt = <A, I>(s: Schema.Schema<A, I>, d: A, description: string) =>
-  Schema.optionalWith(s.annotations({ description: `${description} (default ${JSON.stringify(d)})` }), { default: () => d })
+const opt = configOption
 
 /** Config of `plugins.job-transcript` in platform.yaml. */
 export const TranscriptConfig = Schema.Struct({
@@ -28,17 +26,14 @@ export const TranscriptConfig = Schema.Struct({
   search_client_version: opt(Schema.String, "2.20250101.00.00", "version of the search client"),
   accept_language: opt(Schema.String, "en-US", "Accept-Language sent to YouTube"),
   requests_per_minute: opt(Schema.Number.pipe(Schema.greaterThan(0)), 60, "YouTube requests per minute per worker process"),
-  fetch_timeout_ms: opt(Schema.Int.pipe(Schema.between(100, 600_000)), 30_000, "deadline of one HTTP request, ms"),
-  max_429_retries: opt(Schema.Int.pipe(Schema.between(0, 10)), 3, "retries after a 429 within one attempt before failing NETWORK_ERROR"),
-  backoff_base_ms: opt(Schema.Int.pipe(Schema.between(0, 600_000)), 2_000, "first 429 backoff when the server sends no Retry-After, ms (doubles per retry)"),
-  backoff_max_ms: opt(Schema.Int.pipe(Schema.between(0, 3_600_000)), 60_000, "longest single backoff, ms; a longer Retry-After fails the attempt at once")
+  ...fetchConfigFields
 }).annotations({ identifier: "JobTranscriptConfig" })
 export type TranscriptConfig = typeof TranscriptConfig.Type
 
 /** Builds the YouTube client of a decoded config. */
 export const makeYouTubeClient = (c: TranscriptConfig, geo = directOnly): YouTubeClient =>
   new YouTubeClient(
-    new Fetcher({ geo, timeoutMs: c.fetch_timeout_ms, max429Retries: c.max_429_retries, backoffBaseMs: c.backoff_base_ms, backoffMaxMs: c.backoff_max_ms }),
+    fetcherFor(c, geo),
     {
       baseUrl: c.youtube_base_url,
       playerClient: { clientName: c.player_client_name, clientVersion: c.player_client_version },
