@@ -5,14 +5,23 @@
  *
  * - `EmbeddedQueue`: in-process FIFO with timers for delayed entries and `concurrency` slots. It
  *   keeps nothing on disk: on start the runtime re-enqueues every QUEUED record from the store.
- * - `RedisQueue`: a BullMQ queue on ioredis. Each (job, attempt) is one BullMQ job with id
- *   `<job_id>.<attempt>`; retries are new BullMQ jobs with a delay, because the retry policy
- *   (kinds, history, attempts) is ours, not BullMQ's. A worker process that dies mid-job loses its
- *   BullMQ lock; BullMQ's stalled check puts the job back and another worker claims it.
+ * - `RedisQueue`: a BullMQ queue on ioredis. A BullMQ job carries one of our jobs (id
+ *   `<job_id>.<attempt>`) or a batch: jobs made runnable in the same event-loop turn (up to
+ *   `redis.batch_max`, a burst of submissions) travel together, which divides BullMQ's per-job
+ *   work (add, move to active, move to finished) by the batch size. Retries are BullMQ jobs of
+ *   their own with a delay, because the retry policy (kinds, history, attempts) is ours, not
+ *   BullMQ's. A worker process that dies mid-job loses its BullMQ lock; BullMQ's stalled check
+ *   puts the job back and another worker claims it (delivery is at least once; the claim's
+ *   compare-and-set drops what already ran).
  *   The BullMQ worker fetches deliveries ahead of the running ones (`fetchAhead`,
  *   `PREFETCH_WAIT_MS`), so a finishing job's completion, BullMQ's finish of it and the next
- *   job's claim leave in one write instead of waiting a round trip for BullMQ's next job.
+ *   job's claim leave in one write instead of waiting a round trip for BullMQ's next job. Jobs
+ *   that find no free slot within `PREFETCH_WAIT_MS` are handed back: the whole BullMQ job when
+ *   none of its jobs started, else the rest in a new BullMQ job, which the hash
+ *   `<prefix>:jobs:batched` then names for them, so a later delivery of the first one (after a
+ *   stall) skips them.
  */
+import { randomBytes } from "node:crypto"
 import { DelayedError, Queue as BullQueue, Worker as BullWorker } from "bullmq"
 import { Redis } from "ioredis"
 import type { Job } from "./Job.ts"
@@ -185,6 +194,30 @@ class Slots {
   }
 }
 
+/** One job carried by a BullMQ job: its id and the record as enqueued. */
+interface Carried {
+  readonly id: string
+  readonly snapshot?: Job
+}
+
+/**
+ * The data of one of our BullMQ jobs: the jobs it carries (one, or a batch submitted in the same
+ * turn). Entries written before batching carried `{ id, snapshot }`; both are read.
+ */
+interface EntryData {
+  readonly jobs?: ReadonlyArray<Carried>
+  /** True when the `batched` hash names this BullMQ job for its jobs (batches and hand-backs). */
+  readonly mapped?: boolean
+  readonly id?: string
+  readonly snapshot?: Job
+}
+
+/** Jobs waiting for the end of the current event-loop turn to be added as one BullMQ job. */
+interface Batch {
+  readonly jobs: Array<Job>
+  readonly settle: Array<{ resolve: () => void; reject: (e: unknown) => void }>
+}
+
 /** BullMQ queue of the redis backend; see the module comment. */
 export class RedisQueue implements JobQueue {
   private readonly connection: Redis
@@ -194,53 +227,146 @@ export class RedisQueue implements JobQueue {
   private worker: BullWorker | undefined
   private workerConnection: Redis | undefined
   private slots: Slots | undefined
+  /** Jobs enqueued in this turn, not added yet. */
+  private batch: Batch | undefined
+  /** Adds issued and not answered yet (`close` waits for them). */
+  private readonly adding = new Set<Promise<void>>()
+  /**
+   * Hash `<prefix>:jobs:batched`: job id -> id of the BullMQ job carrying it, for jobs carried in
+   * a batch (a job alone in its BullMQ job has the id `<job_id>.<attempt>` and no entry here).
+   */
+  private readonly batchedKey: string
 
   readonly completionOrdered: boolean
 
+  private readonly storeClient: Redis | undefined
+
   /**
    * Connects to `settings.url`; the BullMQ queue is `jobs` under prefix `settings.prefix`.
-   * `storeClient`: the record store's connection, shared by the BullMQ queue and worker (see
-   * `completionOrdered`): a submission's record write and its enqueue then leave in one socket
-   * write (the store auto-pipelines) and execute in that order. Without it both get their own.
+   * `store`: the record store's connection, shared by the BullMQ queue and worker (see
+   * `completionOrdered`), and its `flush`, which sends the record writes it holds back until the
+   * end of the turn: called before every BullMQ command that must execute after them (a
+   * submission's enqueue after its record, a delivery's completion after its outcome). Without it
+   * both get their own connection.
    */
-  constructor(private readonly settings: RedisSettings, private readonly storeClient?: Redis) {
+  constructor(private readonly settings: RedisSettings, private readonly store?: { readonly client: Redis; flush(): void }) {
+    const storeClient = store?.client
+    this.storeClient = storeClient
     this.completionOrdered = storeClient !== undefined
     this.ownConnection = storeClient === undefined
     this.connection = storeClient ?? new Redis(settings.url, { maxRetriesPerRequest: null })
     this.queue = new BullQueue("jobs", { connection: this.connection, prefix: settings.prefix })
+    this.batchedKey = `${settings.prefix}:jobs:batched`
   }
 
   private static bullId(job: Job): string {
     return `${job.job_id}.${job.attempts}`
   }
 
-  enqueue = async (job: Job, delayMs: number): Promise<void> => {
-    await this.queue.add("job", { id: job.job_id, snapshot: job }, {
-      jobId: RedisQueue.bullId(job),
+  /**
+   * Jobs runnable now are batched: those enqueued in the same event-loop turn (up to
+   * `settings.batch_max`) travel as one BullMQ job, added when the turn ends. Delayed ones (retries)
+   * get a BullMQ job each.
+   */
+  enqueue = (job: Job, delayMs: number): Promise<void> => {
+    if (delayMs > 0 || this.settings.batch_max <= 1) return this.add([job], delayMs)
+    return new Promise<void>((resolve, reject) => {
+      let b = this.batch
+      if (!b) {
+        const fresh: Batch = { jobs: [], settle: [] }
+        b = this.batch = fresh
+        setImmediate(() => {
+          if (this.batch === fresh) this.flush()
+        })
+      }
+      b.jobs.push(job)
+      b.settle.push({ resolve, reject })
+      if (b.jobs.length >= this.settings.batch_max) this.flush()
+    })
+  }
+
+  /** Adds the pending batch now. */
+  private flush(): void {
+    const b = this.batch
+    if (!b) return
+    this.batch = undefined
+    this.add(b.jobs, 0).then(
+      () => b.settle.forEach((s) => s.resolve()),
+      (e) => b.settle.forEach((s) => s.reject(e))
+    )
+  }
+
+  /**
+   * Adds one BullMQ job carrying `jobs`: id `<job_id>.<attempt>` for one job; for several a fresh id.
+   * The `batched` hash names it for each of its jobs (written first, on the same connection) when
+   * there are several, or when `handBack` (the jobs leave another BullMQ job that still lists them).
+   */
+  private add(jobs: ReadonlyArray<Job>, delayMs: number, handBack = false): Promise<void> {
+    this.store?.flush()
+    const first = jobs[0]!
+    const id = jobs.length === 1 ? RedisQueue.bullId(first) : `${RedisQueue.bullId(first)}.${randomBytes(6).toString("hex")}`
+    const map = jobs.length > 1 || handBack
+    const mapped = map ? this.connection.hset(this.batchedKey, ...jobs.flatMap((j) => [j.job_id, id])) : undefined
+    const data: EntryData = { jobs: jobs.map((j) => ({ id: j.job_id, snapshot: j })), ...(map ? { mapped: true } : {}) }
+    const added = this.queue.add("job", data, {
+      jobId: id,
       delay: delayMs > 0 ? Math.round(delayMs) : undefined,
       removeOnComplete: true,
       removeOnFail: true
     })
+    const p = Promise.all([mapped, added]).then(() => undefined)
+    this.adding.add(p)
+    const done = () => {
+      this.adding.delete(p)
+    }
+    p.then(done, done)
+    return p
   }
 
   ensure = async (jobs: ReadonlyArray<Job>): Promise<number> => {
     if (jobs.length === 0) return 0
+    const entry = (id: string) => `${this.settings.prefix}:jobs:${id}`
+    // A job has a pending delivery when its own BullMQ job exists, or the batch the `batched` hash
+    // names for it does.
     const p = this.connection.pipeline()
-    for (const j of jobs) p.exists(`${this.settings.prefix}:jobs:${RedisQueue.bullId(j)}`)
+    for (const j of jobs) p.exists(entry(RedisQueue.bullId(j)))
+    p.hmget(this.batchedKey, ...jobs.map((j) => j.job_id))
     const found = (await p.exec()) ?? []
+    const batches = (found[jobs.length]?.[1] ?? []) as Array<string | null>
+    const check = this.connection.pipeline()
+    const checked: Array<number> = []
+    for (let i = 0; i < jobs.length; i++) {
+      if (found[i]?.[1] !== 0) continue
+      const b = batches[i]
+      if (b) {
+        check.exists(entry(b))
+        checked.push(i)
+      }
+    }
+    const inBatch = checked.length > 0 ? ((await check.exec()) ?? []) : []
+    const carried = new Set(checked.filter((_, k) => inBatch[k]?.[1] === 1))
     let added = 0
     for (let i = 0; i < jobs.length; i++) {
-      if (found[i]?.[1] === 0) {
-        await this.enqueue(jobs[i]!, 0)
-        added++
-      }
+      if (found[i]?.[1] !== 0 || carried.has(i)) continue
+      await this.add([jobs[i]!], 0)
+      added++
     }
     return added
   }
 
   remove = async (job: Job): Promise<void> => {
-    // Fails for an active job (locked); the claim check covers that case.
+    // Fails for an active job (locked); the claim check covers that case. A job carried in a batch
+    // stays in it and is dropped at claim, like a delivery that slips through.
     await this.queue.remove(RedisQueue.bullId(job)).catch(() => 0)
+  }
+
+  /**
+   * Those of `carried` that BullMQ job `entryId` still carries on a later delivery: a job handed
+   * back from it was re-added in another BullMQ job (the `batched` hash names that one).
+   */
+  private async stillCarried(entryId: string, carried: ReadonlyArray<Carried>): Promise<ReadonlyArray<Carried>> {
+    const at = await this.connection.hmget(this.batchedKey, ...carried.map((c) => c.id))
+    return carried.filter((_, i) => at[i] === null || at[i] === entryId)
   }
 
   start = async (deliver: Deliver, concurrency: number): Promise<void> => {
@@ -251,22 +377,41 @@ export class RedisQueue implements JobQueue {
     this.slots = slots
     const ahead = concurrency + fetchAhead(concurrency)
     this.worker = new BullWorker("jobs", async (bj, token) => {
-      if (!(await slots.acquire(PREFETCH_WAIT_MS))) {
-        // No slot in time (long jobs here) or stopping: back to the queue for any worker. The
-        // record is still QUEUED (nothing was claimed), so no attempt is counted. Fetching ahead
-        // stops until a slot frees, or this process would take the job straight back.
+      const data = bj.data as EntryData
+      const all: ReadonlyArray<Carried> = data.jobs ?? (data.id ? [{ id: data.id, snapshot: data.snapshot }] : [])
+      // `attemptsStarted` counts BullMQ's moves to active: above 1 after a stall or a hand-back.
+      const first = bj.attemptsStarted <= 1 && bj.stalledCounter === 0
+      const carried = first || !data.mapped ? all : await this.stillCarried(bj.id!, all)
+      const runs: Array<Promise<void>> = []
+      const left: Array<Carried> = []
+      // Each carried job takes a slot as one frees, up to PREFETCH_WAIT_MS; those that get none go
+      // back to the queue for any worker (their records are still QUEUED, no attempt counted).
+      await Promise.all(carried.map((c) =>
+        slots.acquire(PREFETCH_WAIT_MS).then((ok) => {
+          if (!ok) {
+            left.push(c)
+            return
+          }
+          runs.push(deliver(c.id, c.snapshot, first).finally(() => {
+            slots.release()
+            if (this.worker!.concurrency !== ahead) this.worker!.concurrency = ahead
+          }))
+        })
+      ))
+      if (left.length > 0) {
+        // Fetching ahead stops until a slot frees, or this process would take them straight back.
         this.worker!.concurrency = concurrency
-        await bj.moveToDelayed(Date.now(), token)
-        throw new DelayedError()
+        if (runs.length === 0) {
+          await bj.moveToDelayed(Date.now(), token)
+          throw new DelayedError()
+        }
+        const back = left.flatMap((c) => (c.snapshot ? [c.snapshot] : []))
+        if (back.length > 0) await this.add(back, 0, true)
       }
-      try {
-        const data = bj.data as { id: string; snapshot?: Job }
-        // `attemptsStarted` counts BullMQ's moves to active: above 1 after a stall or a hand-back.
-        await deliver(data.id, data.snapshot, bj.attemptsStarted <= 1 && bj.stalledCounter === 0)
-      } finally {
-        slots.release()
-        if (this.worker!.concurrency !== ahead) this.worker!.concurrency = ahead
-      }
+      await Promise.all(runs)
+      // The outcomes written by the deliveries go out before BullMQ's completion of this job.
+      this.store?.flush()
+      if (data.mapped) await this.connection.hdel(this.batchedKey, ...carried.filter((c) => !left.includes(c)).map((c) => c.id))
     }, {
       connection: this.storeClient ?? this.workerConnection!,
       prefix: this.settings.prefix,
@@ -286,6 +431,8 @@ export class RedisQueue implements JobQueue {
   }
 
   close = async (): Promise<void> => {
+    this.flush()
+    await Promise.allSettled([...this.adding])
     this.slots?.abort()
     await this.worker?.close()
     this.workerConnection?.disconnect()

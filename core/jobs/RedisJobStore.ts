@@ -10,42 +10,65 @@
  * A change is a compare-and-set Lua script: it writes only when the SHA-1 of the stored JSON
  * equals that of what the writer read (40 bytes on the wire instead of the record), maintains the
  * sets and publishes, in one round trip; a lost race re-reads and re-applies the transition.
+ * Writes issued in the same event-loop turn (a burst of submissions, a batch of completions) go
+ * out as one script call at the end of the turn, each with its own compare-and-set; `flush` sends
+ * them earlier, for a command that must execute after them on the shared connection.
  */
 import { createHash } from "node:crypto"
 import { Redis } from "ioredis"
 import type { Job, JobStatus } from "./Job.ts"
 import { applyListQuery, endedMs, type JobStore, type ListPage, type ListQuery, scheduledMs, type Transition, type Updated } from "./JobStore.ts"
 
-// KEYS: record, queued, ended, index, old status set, new status set, type set.
-// ARGV: sha1 of expected JSON ('' = must not exist), new JSON, id, queued score, ended score,
-//       created ms, events channel, 1 when the record is new, 1 when the stored record is in the
-//       queued set, 1 when it is in the ended set (those two spare a ZREM of an absent member:
-//       the stored record is the writer's `prev`, the script checks that first).
+// Writes one or more records, each a compare-and-set; answers one 0/1 per record.
+// KEYS, 7 per record: record, queued, ended, index, old status set, new status set, type set.
+// ARGV, 10 per record: sha1 of expected JSON ('' = must not exist), new JSON, id, queued score,
+//       ended score, created ms, events channel, 1 when the record is new, 1 when the stored
+//       record is in the queued set, 1 when it is in the ended set (those two spare a ZREM of an
+//       absent member: the stored record is the writer's `prev`, the script checks that first).
 const CAS = `
-local cur = redis.call('GET', KEYS[1])
-if ARGV[1] == '' then
-  if cur then return 0 end
-elseif (not cur) or redis.sha1hex(cur) ~= ARGV[1] then
-  return 0
+local out = {}
+for r = 0, #KEYS / 7 - 1 do
+  local K = r * 7
+  local A = r * 10
+  local cur = redis.call('GET', KEYS[K + 1])
+  local ok
+  if ARGV[A + 1] == '' then ok = not cur else ok = cur and redis.sha1hex(cur) == ARGV[A + 1] end
+  if ok then
+    local id = ARGV[A + 3]
+    redis.call('SET', KEYS[K + 1], ARGV[A + 2])
+    if ARGV[A + 4] ~= '' then redis.call('ZADD', KEYS[K + 2], ARGV[A + 4], id) elseif ARGV[A + 9] == '1' then redis.call('ZREM', KEYS[K + 2], id) end
+    if ARGV[A + 5] ~= '' then redis.call('ZADD', KEYS[K + 3], ARGV[A + 5], id) elseif ARGV[A + 10] == '1' then redis.call('ZREM', KEYS[K + 3], id) end
+    if KEYS[K + 5] ~= KEYS[K + 6] then
+      redis.call('ZREM', KEYS[K + 5], id)
+      redis.call('ZADD', KEYS[K + 6], ARGV[A + 6], id)
+    end
+    if ARGV[A + 8] == '1' then
+      redis.call('ZADD', KEYS[K + 4], ARGV[A + 6], id)
+      redis.call('ZADD', KEYS[K + 6], ARGV[A + 6], id)
+      redis.call('ZADD', KEYS[K + 7], ARGV[A + 6], id)
+    end
+    redis.call('PUBLISH', ARGV[A + 7], id)
+    out[r + 1] = 1
+  else
+    out[r + 1] = 0
+  end
 end
-redis.call('SET', KEYS[1], ARGV[2])
-if ARGV[4] ~= '' then redis.call('ZADD', KEYS[2], ARGV[4], ARGV[3]) elseif ARGV[9] == '1' then redis.call('ZREM', KEYS[2], ARGV[3]) end
-if ARGV[5] ~= '' then redis.call('ZADD', KEYS[3], ARGV[5], ARGV[3]) elseif ARGV[10] == '1' then redis.call('ZREM', KEYS[3], ARGV[3]) end
-if KEYS[5] ~= KEYS[6] then
-  redis.call('ZREM', KEYS[5], ARGV[3])
-  redis.call('ZADD', KEYS[6], ARGV[6], ARGV[3])
-end
-if ARGV[8] == '1' then
-  redis.call('ZADD', KEYS[4], ARGV[6], ARGV[3])
-  redis.call('ZADD', KEYS[6], ARGV[6], ARGV[3])
-  redis.call('ZADD', KEYS[7], ARGV[6], ARGV[3])
-end
-redis.call('PUBLISH', ARGV[7], ARGV[3])
-return 1
+return out
 `
 
+/** Most record writes sent in one script call. */
+const CAS_BATCH_MAX = 64
+
+/** Record writes waiting for the end of the event-loop turn, sent as one script call. */
+interface CasBatch {
+  readonly keys: Array<string>
+  readonly argv: Array<string>
+  readonly settle: Array<{ resolve: (ok: number) => void; reject: (e: unknown) => void }>
+}
+
 type CasRedis = Redis & {
-  jobCas: (...keysAndArgv: Array<string>) => Promise<number>
+  /** `numkeys`, then the keys, then the arguments (see CAS). */
+  jobCas: (numkeys: number, ...keysAndArgv: Array<string>) => Promise<Array<number>>
 }
 
 const sha1 = (s: string): string => createHash("sha1").update(s).digest("hex")
@@ -60,6 +83,8 @@ export class RedisJobStore implements JobStore {
   private readonly cancelListeners = new Set<(id: string) => void>()
   /** The JSON each record object was read from or written as: saves re-serialising it as a CAS "expected". */
   private readonly raw = new WeakMap<Job, string>()
+  /** Record writes of this turn not sent yet (see `cas`). */
+  private batch: CasBatch | undefined
   private readonly k: { index: string; queued: string; ended: string; events: string; cancel: string }
 
   /** Connects to `url` (ioredis URL syntax) under key prefix `prefix`. */
@@ -67,7 +92,7 @@ export class RedisJobStore implements JobStore {
     // Auto-pipelining sends the commands issued in one tick as one write: with many jobs in flight
     // this saves a syscall per command.
     this.redis = new Redis(url, { maxRetriesPerRequest: null, enableAutoPipelining: true }) as CasRedis
-    this.redis.defineCommand("jobCas", { numberOfKeys: 7, lua: CAS })
+    this.redis.defineCommand("jobCas", { lua: CAS })
     this.k = {
       index: `${prefix}:jobs:index`,
       queued: `${prefix}:jobs:queued`,
@@ -113,21 +138,35 @@ export class RedisJobStore implements JobStore {
     return `${this.prefix}:jobs:t:${t}`
   }
 
-  /** Writes `next` if the stored record is still `prev` (undefined: if none is stored). */
+  /**
+   * Writes `next` if the stored record is still `prev` (undefined: if none is stored); resolves 1
+   * when written, 0 when not. Writes issued in one event-loop turn go out as one script call at its
+   * end (or at `flush`); each keeps its own compare-and-set.
+   */
   private cas(prev: Job | undefined, next: Job): Promise<number> {
     const id = next.job_id
     const q = scheduledMs(next)
     const e = endedMs(next)
     const nextRaw = JSON.stringify(next)
     this.raw.set(next, nextRaw)
-    return this.redis.jobCas(
+    let b = this.batch
+    if (!b) {
+      const fresh: CasBatch = { keys: [], argv: [], settle: [] }
+      b = this.batch = fresh
+      setImmediate(() => {
+        if (this.batch === fresh) this.flush()
+      })
+    }
+    b.keys.push(
       this.key(id),
       this.k.queued,
       this.k.ended,
       this.k.index,
       this.statusKey(prev?.status ?? next.status),
       this.statusKey(next.status),
-      this.typeKey(next.job_type),
+      this.typeKey(next.job_type)
+    )
+    b.argv.push(
       prev ? sha1(this.raw.get(prev) ?? JSON.stringify(prev)) : "",
       nextRaw,
       id,
@@ -138,6 +177,23 @@ export class RedisJobStore implements JobStore {
       prev ? "0" : "1",
       prev && scheduledMs(prev) !== undefined ? "1" : "0",
       prev && endedMs(prev) !== undefined ? "1" : "0"
+    )
+    const written = new Promise<number>((resolve, reject) => b.settle.push({ resolve, reject }))
+    if (b.settle.length >= CAS_BATCH_MAX) this.flush()
+    return written
+  }
+
+  /**
+   * Sends the record writes issued so far in this turn now. The redis queue calls it before a
+   * BullMQ command that must execute after them (on the shared connection, in order).
+   */
+  flush(): void {
+    const b = this.batch
+    if (!b) return
+    this.batch = undefined
+    this.redis.jobCas(b.keys.length, ...b.keys, ...b.argv).then(
+      (r) => b.settle.forEach((s, i) => s.resolve(r[i] ?? 0)),
+      (e) => b.settle.forEach((s) => s.reject(e))
     )
   }
 
@@ -326,6 +382,7 @@ export class RedisJobStore implements JobStore {
   }
 
   close = async (): Promise<void> => {
+    this.flush()
     this.changeListeners.clear()
     this.cancelListeners.clear()
     this.sub?.disconnect()

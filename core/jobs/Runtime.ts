@@ -90,7 +90,7 @@ export class JobsRuntime {
         throw e
       })
       store = r
-      queue = new RedisQueue(s.redis, r.client)
+      queue = new RedisQueue(s.redis, r)
     } else {
       store = new FileJobStore(path.resolve(opts.dataDir))
       queue = new EmbeddedQueue()

@@ -31,7 +31,8 @@ export type Limits = typeof Limits.Type
 export const RedisSettings = Schema.Struct({
   url: opt(Schema.String, () => "redis://127.0.0.1:6379", "ioredis URL of the Redis holding the queue and the job records"),
   prefix: opt(Schema.String, () => "platform", "key prefix of records and of the BullMQ queue, so platforms can share one Redis"),
-  lock_s: opt(Seconds, () => 30, "BullMQ lock lifetime, seconds: a worker that dies mid-job is noticed after about this long")
+  lock_s: opt(Seconds, () => 30, "BullMQ lock lifetime, seconds: a worker that dies mid-job is noticed after about this long"),
+  batch_max: opt(Schema.Int.pipe(Schema.between(1, 1024)), () => 8, "most jobs one BullMQ job carries: jobs submitted in the same event-loop turn travel together (fewer queue operations per job); a worker process runs as many of them as it has free slots and hands the rest back. 1: one BullMQ job per job")
 }).annotations({ description: "Redis of the redis backend" })
 export type RedisSettings = typeof RedisSettings.Type
 

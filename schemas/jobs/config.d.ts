@@ -45,6 +45,14 @@ export type NonNegative5 = number
  */
 export type NonNegative6 = number
 /**
+ * most jobs one BullMQ job carries: jobs submitted in the same event-loop turn travel together (fewer queue operations per job); a worker process runs as many of them as it has free slots and hands the rest back. 1: one BullMQ job per job
+ */
+export type Between110242 = Between110243
+/**
+ * most jobs one BullMQ job carries: jobs submitted in the same event-loop turn travel together (fewer queue operations per job); a worker process runs as many of them as it has free slots and hands the rest back. 1: one BullMQ job per job
+ */
+export type Between110243 = number
+/**
  * largest accepted upload, bytes
  */
 export type Positive = Positive1
@@ -100,6 +108,7 @@ url?: string
  */
 prefix?: string
 lock_s?: NonNegative6
+batch_max?: Between110242
 }
 /**
  * the files store: job outputs and uploads, downloaded at {files_url}/<id>/<name>

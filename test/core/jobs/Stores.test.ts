@@ -1,5 +1,6 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { Redis } from "ioredis"
 import { describe, expect, it } from "vitest"
 import { LocalFileStore, safeName, validKey } from "../../../core/jobs/FileStore.ts"
 import { type Job, nowIso } from "../../../core/jobs/Job.ts"
@@ -154,7 +155,7 @@ describe("RedisJobStore list", () => {
 describe("RedisQueue", () => {
   it("a delivery fetched ahead behind a long job goes back to the queue and another process runs it", async () => {
     const redis = await startRedis()
-    const settings = { url: redis.url, prefix: "pf", lock_s: 5 }
+    const settings = { url: redis.url, prefix: "pf", lock_s: 5, batch_max: 8 }
     const busy = new RedisQueue(settings)
     const idle = new RedisQueue(settings)
     let release: () => void = () => {}
@@ -185,4 +186,162 @@ describe("RedisQueue", () => {
       await redis.stop()
     }
   }, 15_000)
+})
+
+describe("RedisQueue batches", () => {
+  const settings = (url: string, batch_max = 8) => ({ url, prefix: "pb", lock_s: 5, batch_max })
+  /** Ids of our BullMQ jobs waiting or delayed, and the `batched` hash. */
+  const peek = async (url: string) => {
+    const r = new Redis(url)
+    try {
+      const waiting = await r.lrange("pb:jobs:wait", 0, -1)
+      const delayed = await r.zrange("pb:jobs:delayed", 0, -1)
+      return { entries: [...waiting, ...delayed], batched: await r.hgetall("pb:jobs:batched") }
+    } finally {
+      r.disconnect()
+    }
+  }
+
+  it("jobs enqueued in one turn travel as one BullMQ job (up to batch_max); each is delivered once; a delayed one alone", async () => {
+    const redis = await startRedis()
+    const q = new RedisQueue(settings(redis.url, 3))
+    try {
+      const ids = ["b1", "b2", "b3", "b4", "b5"]
+      await Promise.all([...ids.map((id) => q.enqueue(job(id), 0)), q.enqueue(job("later"), 150)])
+      const { entries, batched } = await peek(redis.url)
+      // 3 + 2 in two batches, the delayed one by itself under its own id.
+      expect(entries).toHaveLength(3)
+      expect(entries).toContain("later.0")
+      expect(Object.keys(batched).sort()).toEqual(ids)
+      expect(new Set(Object.values(batched)).size).toBe(2)
+      const seen: Array<string> = []
+      await q.start(async (id) => {
+        seen.push(id)
+      }, 4)
+      const deadline = Date.now() + 5_000
+      while (seen.length < 6 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+      await new Promise((r) => setTimeout(r, 100))
+      expect(seen.sort()).toEqual([...ids, "later"].sort())
+      // Finished batches leave nothing in the hash.
+      expect((await peek(redis.url)).batched).toEqual({})
+    } finally {
+      await q.close()
+      await redis.stop()
+    }
+  }, 15_000)
+
+  it("a batch larger than the free slots runs what fits and hands the rest back; another process runs those, each once", async () => {
+    const redis = await startRedis()
+    const busy = new RedisQueue(settings(redis.url))
+    const idle = new RedisQueue(settings(redis.url))
+    let release: () => void = () => {}
+    const long = new Promise<void>((r) => {
+      release = r
+    })
+    const runs: Array<[string, string]> = []
+    try {
+      await busy.start(async (id) => {
+        runs.push([id, "busy"])
+        await long
+      }, 2)
+      await busy.enqueue(job("long"), 0)
+      await new Promise((r) => setTimeout(r, 100))
+      // One slot free for a batch of three (all long here): one runs, two go back after PREFETCH_WAIT_MS.
+      await Promise.all(["c1", "c2", "c3"].map((id) => busy.enqueue(job(id), 0)))
+      await new Promise((r) => setTimeout(r, 1_300))
+      expect(runs.filter(([id]) => id !== "long")).toHaveLength(1)
+      await idle.start(async (id) => {
+        runs.push([id, "idle"])
+      }, 2)
+      const deadline = Date.now() + 5_000
+      while (runs.length < 4 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+      await new Promise((r) => setTimeout(r, 200))
+      const ran = runs.filter(([id]) => id !== "long")
+      expect(ran.map(([id]) => id).sort()).toEqual(["c1", "c2", "c3"])
+      expect(ran.filter(([, by]) => by === "idle")).toHaveLength(2)
+    } finally {
+      release()
+      await busy.close()
+      await idle.close()
+      await redis.stop()
+    }
+  }, 15_000)
+
+  it("a batch delivered again skips the jobs handed back into another BullMQ job", async () => {
+    const redis = await startRedis()
+    const busy = new RedisQueue(settings(redis.url))
+    const other = new RedisQueue(settings(redis.url))
+    let release: () => void = () => {}
+    const long = new Promise<void>((r) => {
+      release = r
+    })
+    const seen: Array<string> = []
+    try {
+      await busy.start(async (id) => {
+        if (id === "long") await long
+      }, 1)
+      await busy.enqueue(job("long"), 0)
+      await new Promise((r) => setTimeout(r, 100))
+      // No slot at all: the whole batch goes back to the queue (a later delivery of the same job).
+      await Promise.all(["d1", "d2"].map((id) => busy.enqueue(job(id), 0)))
+      await new Promise((r) => setTimeout(r, 1_300))
+      // As if d2 had been handed back into another BullMQ job meanwhile.
+      const r = new Redis(redis.url)
+      await r.hset("pb:jobs:batched", "d2", "elsewhere")
+      r.disconnect()
+      await other.start(async (id) => {
+        seen.push(id)
+      }, 2)
+      const deadline = Date.now() + 5_000
+      while (seen.length < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+      await new Promise((r) => setTimeout(r, 300))
+      expect(seen).toEqual(["d1"])
+    } finally {
+      release()
+      await busy.close()
+      await other.close()
+      await redis.stop()
+    }
+  }, 15_000)
+
+  it("ensure re-enqueues a batched job only when its batch is gone", async () => {
+    const redis = await startRedis()
+    const q = new RedisQueue(settings(redis.url))
+    try {
+      const jobs = [job("e1"), job("e2")]
+      await Promise.all(jobs.map((j) => q.enqueue(j, 0)))
+      expect(await q.ensure(jobs)).toBe(0)
+      const { entries } = await peek(redis.url)
+      expect(entries).toHaveLength(1)
+      const r = new Redis(redis.url)
+      await r.del(`pb:jobs:${entries[0]}`)
+      await r.del("pb:jobs:wait")
+      r.disconnect()
+      expect(await q.ensure(jobs)).toBe(2)
+      expect((await peek(redis.url)).entries.sort()).toEqual(["e1.0", "e2.0"])
+    } finally {
+      await q.close()
+      await redis.stop()
+    }
+  }, 15_000)
+})
+
+describe("RedisJobStore write batching", () => {
+  it("writes issued in one turn go out together and each keeps its own compare-and-set", async () => {
+    const redis = await startRedis()
+    const store = new RedisJobStore(redis.url, "wb")
+    try {
+      await Promise.all(["w1", "w2", "w3"].map((id) => store.create(job(id))))
+      // Twenty increments of one record in the same turn: they race on one CAS each, losers re-read.
+      await Promise.all(Array.from({ length: 20 }, () => store.update("w1", (j) => ({ ...j, progress: j.progress + 1 }))))
+      expect((await store.get("w1"))?.progress).toBe(20)
+      // A create of an existing id fails alone; the others in its batch are written.
+      const results = await Promise.allSettled([store.create(job("w2")), store.create(job("w4"))])
+      expect(results.map((r) => r.status)).toEqual(["rejected", "fulfilled"])
+      expect((await store.list({ limit: 10, offset: 0 })).total).toBe(4)
+    } finally {
+      await store.close()
+      await redis.stop()
+    }
+  })
 })
