@@ -71,6 +71,8 @@ export interface LoadedConfig {
   readonly file: string
   readonly dir: string
   readonly raw: Record<string, unknown>
+  /** The file's text as read (before interpolation), so a copy of the platform can boot from it. */
+  readonly text: string
   readonly config: PlatformConfig
   /** Finds line/column of a path in the file (undefined when the source has no positions). */
   readonly locate: (p: ReadonlyArray<PropertyKey>, atKey?: boolean) => { line: number; column: number } | undefined
@@ -261,7 +263,7 @@ export const parseConfig = (file: string, text: string, env: NodeJS.ProcessEnv =
     names.add(l.name)
   })
   if (errors.length) throw new ConfigErrors(errors)
-  return { file, dir: path.dirname(file), raw: raw as Record<string, unknown>, config, locate }
+  return { file, dir: path.dirname(file), raw: raw as Record<string, unknown>, text, config, locate }
 }
 
 /** Finds and loads the config file (see `findConfigFile`, `parseConfig`). */

@@ -247,7 +247,8 @@ export const boot = (loaded: LoadedConfig, mode: BootMode = "serve"): Effect.Eff
         dataDir: pluginDir,
         listener: c.listener,
         listenerInfo: (n) => listeners.get(n),
-        configDir: loaded.dir
+        configDir: loaded.dir,
+        source: { file: loaded.file, text: loaded.text }
       }).pipe(Effect.provide(context), Effect.annotateLogs({ plugin: c.name }), Effect.exit)
       if (Exit.isFailure(exit)) {
         const failure = Cause.failureOption(exit.cause)

@@ -46,6 +46,11 @@ export interface PluginContext<C> {
   readonly listenerInfo: (name: string) => ListenerInfo | undefined
   /** Directory of the config file, for resolving relative paths in the plugin's config. */
   readonly configDir: string
+  /**
+   * The platform config this kernel booted from: its path and text as read. For plugins that boot
+   * a copy of the platform elsewhere (the `jobs` plugin's worker thread).
+   */
+  readonly source: { readonly file: string; readonly text: string }
 }
 
 /** Everything a plugin contributes. All members optional. */

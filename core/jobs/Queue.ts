@@ -194,10 +194,26 @@ class Slots {
   }
 }
 
-/** One job carried by a BullMQ job: its id and the record as enqueued. */
+/**
+ * One job carried by a BullMQ job: its id and the record as enqueued, as the JSON the store wrote
+ * (`raw`; BullMQ then carries one string, and the worker's compare-and-set needs no
+ * re-serialising) or, in entries of earlier versions, as an object (`snapshot`).
+ */
 interface Carried {
   readonly id: string
+  readonly raw?: string
   readonly snapshot?: Job
+}
+
+/** What the redis queue uses of the record store it shares a connection with. */
+export interface StoreLink {
+  readonly client: Redis
+  /** Sends the record writes the store holds back until the end of the turn. */
+  flush(): void
+  /** The JSON a record was written as (serialised again only when unknown). */
+  encoded(job: Job): string
+  /** A record from the JSON it was stored as, remembered as such for compare-and-set. */
+  decode(raw: string): Job
 }
 
 /**
@@ -249,7 +265,7 @@ export class RedisQueue implements JobQueue {
    * submission's enqueue after its record, a delivery's completion after its outcome). Without it
    * both get their own connection.
    */
-  constructor(private readonly settings: RedisSettings, private readonly store?: { readonly client: Redis; flush(): void }) {
+  constructor(private readonly settings: RedisSettings, private readonly store?: StoreLink) {
     const storeClient = store?.client
     this.storeClient = storeClient
     this.completionOrdered = storeClient !== undefined
@@ -307,7 +323,8 @@ export class RedisQueue implements JobQueue {
     const id = jobs.length === 1 ? RedisQueue.bullId(first) : `${RedisQueue.bullId(first)}.${randomBytes(6).toString("hex")}`
     const map = jobs.length > 1 || handBack
     const mapped = map ? this.connection.hset(this.batchedKey, ...jobs.flatMap((j) => [j.job_id, id])) : undefined
-    const data: EntryData = { jobs: jobs.map((j) => ({ id: j.job_id, snapshot: j })), ...(map ? { mapped: true } : {}) }
+    const encode = (j: Job) => this.store?.encoded(j) ?? JSON.stringify(j)
+    const data: EntryData = { jobs: jobs.map((j) => ({ id: j.job_id, raw: encode(j) })), ...(map ? { mapped: true } : {}) }
     const added = this.queue.add("job", data, {
       jobId: id,
       delay: delayMs > 0 ? Math.round(delayMs) : undefined,
@@ -378,7 +395,9 @@ export class RedisQueue implements JobQueue {
     const ahead = concurrency + fetchAhead(concurrency)
     this.worker = new BullWorker("jobs", async (bj, token) => {
       const data = bj.data as EntryData
-      const all: ReadonlyArray<Carried> = data.jobs ?? (data.id ? [{ id: data.id, snapshot: data.snapshot }] : [])
+      const decode = (raw: string): Job => (this.store ? this.store.decode(raw) : JSON.parse(raw) as Job)
+      const all: ReadonlyArray<Carried> = (data.jobs ?? (data.id ? [{ id: data.id, snapshot: data.snapshot }] : []))
+        .map((c) => (c.raw !== undefined ? { id: c.id, snapshot: decode(c.raw) } : c))
       // `attemptsStarted` counts BullMQ's moves to active: above 1 after a stall or a hand-back.
       const first = bj.attemptsStarted <= 1 && bj.stalledCounter === 0
       const carried = first || !data.mapped ? all : await this.stillCarried(bj.id!, all)

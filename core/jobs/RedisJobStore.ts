@@ -214,6 +214,16 @@ export class RedisJobStore implements JobStore {
     return job
   }
 
+  /** A record from the JSON it was stored as; a later compare-and-set over it hashes `raw` as is. */
+  decode(raw: string): Job {
+    return this.parse(raw)
+  }
+
+  /** The JSON `job` was read from or written as (serialised now when it is neither). */
+  encoded(job: Job): string {
+    return this.raw.get(job) ?? JSON.stringify(job)
+  }
+
   update = async (id: string, fn: Transition, known?: Job): Promise<Updated | undefined> => {
     let cur = known
     for (let tries = 0; tries < 100; tries++) {

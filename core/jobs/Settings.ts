@@ -40,6 +40,7 @@ export type RedisSettings = typeof RedisSettings.Type
 export const JobsSettings = Schema.Struct({
   backend: opt(Schema.Literal("embedded", "redis"), () => "embedded" as const, "embedded: in-process workers, jobs persisted under the data directory; redis: BullMQ on ioredis, workers in any process (`platform worker`)"),
   workers: opt(Schema.Boolean, () => true, "run workers in the serving process (`platform worker` always does)"),
+  worker_thread: opt(Schema.Boolean, () => true, "backend redis: `platform serve` runs its workers in a worker thread, booting the plugins there as `platform worker` does, so job handlers never hold up the API's event loop and use a core of their own; false: on the API's event loop. The embedded backend's workers always share the API's thread (its queue lives there)"),
   limits: opt(Limits, () => Schema.decodeSync(Limits)({}), "limits and retry defaults"),
   redis: opt(RedisSettings, () => Schema.decodeSync(RedisSettings)({}), "Redis of the redis backend")
 })

@@ -132,7 +132,7 @@ export const formatIssues = (error: import("effect/ParseResult").ParseError, pre
 /** Runs delivered jobs; one per process. */
 export class JobWorker {
   /** Running attempts in this process, by job id. */
-  readonly running = new Map<string, { controller: AbortController; attempt: number }>()
+  readonly running = new Map<string, { aborter: Aborter; attempt: number }>()
   private stopping = false
   /** Final record writes not awaited by their delivery (see `JobQueue.completionOrdered`). */
   private readonly writes = new Set<Promise<unknown>>()
@@ -149,13 +149,13 @@ export class JobWorker {
 
   /** Aborts the running attempt of `id` in this process, if any (cancel from any process lands here). */
   abort(id: string, reason: AbortReason): void {
-    this.running.get(id)?.controller.abort(reason)
+    this.running.get(id)?.aborter.abort(reason)
   }
 
   /** Aborts every running attempt with `WorkerShutdown`: each goes back to QUEUED for a later run. */
   shutdown(): void {
     this.stopping = true
-    for (const r of this.running.values()) r.controller.abort(new WorkerShutdown())
+    for (const r of this.running.values()) r.aborter.abort(new WorkerShutdown())
   }
 
   /** Resolves when every final record write issued so far has settled. */
@@ -216,12 +216,12 @@ export class JobWorker {
    */
   private async run(id: string, snapshot: Job | undefined, first: boolean): Promise<void> {
     if (this.stopping || this.running.has(id)) return
-    const controller = new AbortController()
+    const aborter = new Aborter()
     let claim: Claim | undefined
     if (first && snapshot && this.queue.completionOrdered && this.store.replace) {
       const next = this.claimTransition(snapshot)
       if (next?.status === "PROCESSING") {
-        claim = new Claim(this.store.replace, snapshot, next, () => controller.abort(new ClaimLost()))
+        claim = new Claim(this.store.replace, snapshot, next, () => aborter.abort(new ClaimLost()))
       }
     }
     if (!claim) {
@@ -232,16 +232,16 @@ export class JobWorker {
     let job = claim.job
     const attempt = job.attempts
     const type = this.lookup(job.job_type)
-    this.running.set(id, { controller, attempt })
+    this.running.set(id, { aborter, attempt })
     const timeoutMs = this.limits.worker_timeout_s * 1000
     const timer = setTimeout(() => {
-      controller.abort(new JobFailure("TIMEOUT", `job exceeded WORKER_TIMEOUT of ${this.limits.worker_timeout_s} s`))
+      aborter.abort(new JobFailure("TIMEOUT", `job exceeded WORKER_TIMEOUT of ${this.limits.worker_timeout_s} s`))
     }, timeoutMs)
     let workDir: string | undefined
     const mine = (j: Job): boolean => j.status === "PROCESSING" && j.attempts === attempt && j.worker === this.name
     /** Waits for the claim to be recorded; throws the abort reason when it did not take. */
     const claimed = async (): Promise<void> => {
-      if (!(await claim.write())) throw controller.signal.reason
+      if (!(await claim.write())) throw aborter.reason
     }
     try {
       if (!type) throw new JobFailure("INTERNAL_ERROR", `no worker for job type "${job.job_type}" in this process`, false)
@@ -250,7 +250,9 @@ export class JobWorker {
       const ctx: JobContext = {
         jobId: id,
         attempt,
-        signal: controller.signal,
+        get signal() {
+          return aborter.signal
+        },
         // Created on first use: most handlers never touch it, and a directory per job costs
         // more than a trivial job itself.
         get workDir() {
@@ -273,7 +275,7 @@ export class JobWorker {
           }
         }
       }
-      const value = await raceAbort(type.handler(decoded.right, ctx), controller.signal)
+      const value = await aborter.race(type.handler(decoded.right, ctx))
       const encoded = Schema.encodeUnknownEither(type.result)(value, { errors: "all" })
       if (encoded._tag === "Left") throw new JobFailure("INTERNAL_ERROR", `result does not match the ${type.id} result schema: ${formatIssues(encoded.left)}`, false)
       const complete = (j: Job): Job | undefined => {
@@ -307,7 +309,7 @@ export class JobWorker {
     } catch (thrown) {
       // Failures are rare: the claim is recorded first, then the outcome written over it.
       if (!(await claim.write().catch(() => false))) return
-      const reason = controller.signal.aborted ? (controller.signal.reason as AbortReason) : undefined
+      const reason = aborter.reason
       if (reason instanceof JobFailure && reason.kind === "CANCELLED") return // the record is already CANCELLED
       if (reason instanceof WorkerShutdown) {
         await this.requeue(id, job, attempt, "worker shut down during the attempt")
@@ -392,24 +394,43 @@ export const queueTimedOut = (job: Job, at: string, queueTimeoutS: number): Job 
   }
 }
 
-/** Resolves/rejects with `p`, or rejects with the signal's reason as soon as it aborts. */
-const raceAbort = <A>(p: Promise<A>, signal: AbortSignal): Promise<A> =>
-  new Promise<A>((resolve, reject) => {
-    if (signal.aborted) {
+/**
+ * The abort side of one attempt. Its `AbortSignal` is made on first use: most handlers never read
+ * `ctx.signal`, and an AbortController with its listeners costs more than a trivial job itself.
+ * `race` settles with the handler's promise or rejects with the reason as soon as `abort` runs.
+ */
+class Aborter {
+  /** The reason given to `abort`; undefined while not aborted. */
+  reason: AbortReason | undefined
+  private controller: AbortController | undefined
+  private onAbort: ((reason: AbortReason) => void) | undefined
+
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController()
+      if (this.reason) this.controller.abort(this.reason)
+    }
+    return this.controller.signal
+  }
+
+  /** Aborts once; later calls are ignored. */
+  abort(reason: AbortReason): void {
+    if (this.reason) return
+    this.reason = reason
+    this.controller?.abort(reason)
+    this.onAbort?.(reason)
+  }
+
+  /** Resolves/rejects with `p`, or rejects with the abort reason as soon as there is one. */
+  race<A>(p: Promise<A>): Promise<A> {
+    if (this.reason) {
       // The handler was already started; its own rejection must not go unhandled.
       p.catch(() => {})
-      return reject(signal.reason)
+      return Promise.reject(this.reason)
     }
-    const onAbort = () => reject(signal.reason)
-    signal.addEventListener("abort", onAbort, { once: true })
-    p.then(
-      (v) => {
-        signal.removeEventListener("abort", onAbort)
-        resolve(v)
-      },
-      (e) => {
-        signal.removeEventListener("abort", onAbort)
-        reject(e)
-      }
-    )
-  })
+    return new Promise<A>((resolve, reject) => {
+      this.onAbort = reject
+      p.then(resolve, reject)
+    })
+  }
+}

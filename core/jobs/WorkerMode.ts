@@ -12,6 +12,12 @@ import * as Logging from "../Logging.ts"
 /** Environment variable the `jobs` plugin reads to pick its role (`worker`: no routes, workers only). */
 export const ROLE_ENV = "PLATFORM_JOBS_ROLE"
 
+/**
+ * Environment variable giving a workers-only process the download base of the files store when
+ * `files.url` is not set (the serving thread passes its own listener's `/files` to its worker thread).
+ */
+export const FILES_URL_ENV = "PLATFORM_JOBS_FILES_URL"
+
 /** Environment variable overriding `limits.worker_concurrency` of the `jobs` plugin (worker processes). */
 export const CONCURRENCY_ENV = "PLATFORM_JOBS_CONCURRENCY"
 

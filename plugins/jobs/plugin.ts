@@ -17,7 +17,8 @@ import { FilesSettings, makeFileStore, uploadKey } from "../../core/jobs/FileSto
 import { routes } from "../../core/jobs/Http.ts"
 import { JobsRuntime, type Role } from "../../core/jobs/Runtime.ts"
 import { JobsSettings } from "../../core/jobs/Settings.ts"
-import { CONCURRENCY_ENV, ROLE_ENV } from "../../core/jobs/WorkerMode.ts"
+import { startWorkerThread, type WorkerThread } from "../../core/jobs/WorkerThread.ts"
+import { CONCURRENCY_ENV, FILES_URL_ENV, ROLE_ENV } from "../../core/jobs/WorkerMode.ts"
 
 /** Config of `plugins.jobs` in platform.yaml: the runtime settings plus the file store. */
 export const JobsConfig = Schema.extend(
@@ -48,8 +49,9 @@ export default definePlugin({
         try: () =>
           makeFileStore(ctx.config.files, ctx.dataDir, () => {
             const l = ctx.listenerInfo(ctx.listener)
-            // A worker process serves nothing: its URLs must come from files.url (the API's address).
-            return l ? `${l.url}/files` : "http://127.0.0.1:9003/files"
+            // A worker process serves nothing: its URLs must come from files.url (the API's address),
+            // or from the serving thread that started it.
+            return l ? `${l.url}/files` : process.env[FILES_URL_ENV] ?? "http://127.0.0.1:9003/files"
           }),
         catch: (e) => new PluginBootError({ reason: `files: ${(e as Error).message}` })
       })
@@ -78,14 +80,44 @@ export default definePlugin({
         (rt) => Effect.promise(() => rt.close())
       )
       const key = uploadKey(ctx.config.files)
+      // `platform serve` with redis: workers in a thread of their own (see core/jobs/WorkerThread.ts).
+      let inThread = role === "all" && ctx.config.backend === "redis" && ctx.config.workers && ctx.config.worker_thread
       return {
         routes: role === "worker" ? [] : routes(rt, files, {
           ...(key ? { uploadKey: key } : {}),
           maxUploadBytes: ctx.config.files.max_upload_bytes,
           heartbeatMs: ctx.config.events_heartbeat_s * 1000
         }),
-        start: Effect.promise(() => (role === "worker" || ctx.config.workers ? rt.startWorkers() : Promise.resolve())),
-        status: () => ({ backend: ctx.config.backend, role, workers: role === "worker" || ctx.config.workers, job_types: registry.ids() })
+        start: role === "worker" || !ctx.config.workers
+          ? Effect.promise(() => (role === "worker" ? rt.startWorkers() : Promise.resolve()))
+          : inThread
+          ? Effect.acquireRelease(
+            Effect.tryPromise(() => {
+              const l = ctx.listenerInfo(ctx.listener)
+              return startWorkerThread(ctx.source, l ? { [FILES_URL_ENV]: `${l.url}/files` } : {})
+            }).pipe(
+              Effect.map((t): WorkerThread | undefined => t),
+              // The API keeps serving: its own event loop runs the workers instead.
+              Effect.catchAll((e) =>
+                Effect.logError(`worker thread did not start (${(e.error as Error)?.message ?? e.error}); running workers on the API thread`).pipe(
+                  Effect.zipRight(Effect.promise(() => {
+                    inThread = false
+                    return rt.startWorkers()
+                  })),
+                  Effect.as(undefined)
+                )
+              )
+            ),
+            (t) => Effect.promise(() => t?.stop() ?? Promise.resolve())
+          ).pipe(Effect.asVoid)
+          : Effect.promise(() => rt.startWorkers()),
+        status: () => ({
+          backend: ctx.config.backend,
+          role,
+          workers: role === "worker" || ctx.config.workers,
+          ...(role === "all" && ctx.config.workers ? { workers_in: inThread ? "thread" : "api thread" } : {}),
+          job_types: registry.ids()
+        })
       }
     })
 })

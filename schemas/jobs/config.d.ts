@@ -75,6 +75,10 @@ backend?: ("embedded" | "redis")
  */
 workers?: boolean
 /**
+ * backend redis: `platform serve` runs its workers in a worker thread, booting the plugins there as `platform worker` does, so job handlers never hold up the API's event loop and use a core of their own; false: on the API's event loop. The embedded backend's workers always share the API's thread (its queue lives there)
+ */
+worker_thread?: boolean
+/**
  * limits and retry defaults
  */
 limits?: {
