@@ -10,9 +10,11 @@
  *
  * Each figure is the best of `JOBS_BENCH_ROUNDS` (default 2) interleaved rounds.
  *
- * Figures: `embedded_jobs_per_s`, `redis_jobs_per_s` (workers in the API process),
- * `redis_separate_worker_jobs_per_s` (API process without workers plus one `platform worker`
- * process, the deployment `platform worker` is for), `raw_bullmq_jobs_per_s`,
+ * Figures: `embedded_jobs_per_s`, `redis_jobs_per_s` (the default `platform serve`: workers in a
+ * worker thread of the API process), `redis_api_thread_jobs_per_s` (`worker_thread: false`:
+ * workers on the API's event loop), `redis_separate_worker_jobs_per_s` (API process without
+ * workers plus one `platform worker` process, the deployment `platform worker` is for),
+ * `raw_bullmq_jobs_per_s`,
  * `redis_vs_raw_bullmq` (target >= 0.5), and `http_floor_req_per_s`: the same producer posting
  * to an unknown job type (404, nothing recorded), i.e. what the listener alone sustains, with
  * `redis_vs_http_floor`; `redis_submitted_per_s` (the submissions alone); and `*_cpu_ms_per_job`:
@@ -195,14 +197,18 @@ const workerProcess = async (yaml: string): Promise<{ pid: number; stop: () => P
   }
 }
 
-/** Submits through the platform's Jobs API; `separateWorker`: workers in a `platform worker` process, none in the API process. */
-const platformRun = async (backend: "embedded" | "redis", redisUrl: string, separateWorker = false): Promise<Rate> => {
+/**
+ * Submits through the platform's Jobs API. `separateWorker`: workers in a `platform worker`
+ * process, none in the API process; `workerThread: false`: workers on the API's event loop.
+ */
+const platformRun = async (backend: "embedded" | "redis", redisUrl: string, separateWorker = false, workerThread = true): Promise<Rate> => {
   const yaml = (workers: boolean) => platformYaml({
     backend,
     dataDir: tempDir("jobs-bench-"),
     redisUrl,
     prefix,
     workers,
+    workerThread,
     limits: { worker_concurrency: CONCURRENCY, sweep_interval_s: 5 }
   })
   const prefix = `bench${backend}${Date.now()}`
@@ -281,6 +287,7 @@ export async function benchJobs(): Promise<Record<string, number>> {
     let embedded: Rate = { perS: 0, cpuMs: 0, redisCpuMs: 0 }
     let viaRedis: Rate = { perS: 0, cpuMs: 0, redisCpuMs: 0 }
     let separate: Rate = { perS: 0, cpuMs: 0, redisCpuMs: 0 }
+    let apiThread: Rate = { perS: 0, cpuMs: 0, redisCpuMs: 0 }
     let floor = 0
     for (let round = 0; round < ROUNDS; round++) {
       raw = best(raw, await rawBullmq(redis.url))
@@ -288,6 +295,7 @@ export async function benchJobs(): Promise<Record<string, number>> {
       if (!ONLY_REDIS) embedded = best(embedded, await platformRun("embedded", redis.url))
       viaRedis = best(viaRedis, await platformRun("redis", redis.url))
       if (!ONLY_REDIS) separate = best(separate, await platformRun("redis", redis.url, true))
+      if (!ONLY_REDIS) apiThread = best(apiThread, await platformRun("redis", redis.url, false, false))
     }
     const ms = (x: number) => Math.round(x * 1000) / 1000
     const figures = {
@@ -295,12 +303,14 @@ export async function benchJobs(): Promise<Record<string, number>> {
       worker_concurrency: CONCURRENCY,
       embedded_jobs_per_s: Math.round(embedded.perS),
       redis_jobs_per_s: Math.round(viaRedis.perS),
+      redis_api_thread_jobs_per_s: Math.round(apiThread.perS),
       redis_separate_worker_jobs_per_s: Math.round(separate.perS),
       redis_submitted_per_s: Math.round(viaRedis.submitPerS ?? 0),
       raw_bullmq_jobs_per_s: Math.round(raw.perS),
       http_floor_req_per_s: Math.round(floor),
       redis_vs_raw_bullmq: Math.round((viaRedis.perS / raw.perS) * 100) / 100,
       redis_vs_http_floor: Math.round((viaRedis.perS / floor) * 100) / 100,
+      redis_api_thread_vs_raw_bullmq: Math.round((apiThread.perS / raw.perS) * 100) / 100,
       redis_separate_worker_vs_raw_bullmq: Math.round((separate.perS / raw.perS) * 100) / 100,
       embedded_cpu_ms_per_job: ms(embedded.cpuMs),
       redis_cpu_ms_per_job: ms(viaRedis.cpuMs),

@@ -84,6 +84,8 @@ export interface YamlOptions {
   readonly prefix?: string
   readonly limits?: Record<string, number | ReadonlyArray<string>>
   readonly workers?: boolean
+  /** `worker_thread` (redis: workers in a thread of the serving process); the default when absent. */
+  readonly workerThread?: boolean
   /** Extra YAML under `plugins:` (indented two spaces). */
   readonly extra?: string
   readonly filesKey?: string
@@ -102,7 +104,7 @@ plugins:
   jobs:
     backend: ${o.backend}
     workers: ${o.workers ?? true}
-    events_heartbeat_s: 1
+${o.workerThread === undefined ? "" : `    worker_thread: ${o.workerThread}\n`}    events_heartbeat_s: 1
     limits:
 ${lim}
 ${o.redisUrl ? `    redis: { url: "${o.redisUrl}", prefix: "${o.prefix ?? "t"}", lock_s: ${o.lockS ?? 2} }\n` : ""}    files:
