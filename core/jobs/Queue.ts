@@ -371,10 +371,25 @@ export class RedisQueue implements JobQueue {
     return added
   }
 
+  /**
+   * Best effort, like BullMQ's own remove: a BullMQ job already active keeps its copy, and a
+   * delivery that slips through is dropped at claim. A job carried in a batch is taken out of the
+   * batch's data (the whole BullMQ job is removed when none is left); two removals from one batch
+   * at the same moment may leave one of them in it, to be dropped at claim.
+   */
   remove = async (job: Job): Promise<void> => {
-    // Fails for an active job (locked); the claim check covers that case. A job carried in a batch
-    // stays in it and is dropped at claim, like a delivery that slips through.
+    // Fails for an active job (locked); the claim check covers that case.
     await this.queue.remove(RedisQueue.bullId(job)).catch(() => 0)
+    const batch = await this.connection.hget(this.batchedKey, job.job_id)
+    if (!batch) return
+    const bj = await this.queue.getJob(batch)
+    const data = bj?.data as EntryData | undefined
+    if (!bj || !data?.jobs) return
+    const jobs = data.jobs.filter((c) => c.id !== job.job_id)
+    if (jobs.length === data.jobs.length) return
+    if (jobs.length === 0) await this.queue.remove(batch).catch(() => 0)
+    else await bj.updateData({ ...data, jobs }).catch(() => {})
+    await this.connection.hdel(this.batchedKey, job.job_id)
   }
 
   /**

@@ -304,6 +304,37 @@ describe("RedisQueue batches", () => {
     }
   }, 15_000)
 
+  it("a job removed from a waiting batch is not delivered; the others are", async () => {
+    const redis = await startRedis()
+    const q = new RedisQueue(settings(redis.url))
+    try {
+      const jobs = ["r1", "r2", "r3"].map((id) => job(id))
+      await Promise.all(jobs.map((j) => q.enqueue(j, 0)))
+      await q.remove(jobs[1]!)
+      expect(Object.keys((await peek(redis.url)).batched).sort()).toEqual(["r1", "r3"])
+      const seen: Array<string> = []
+      await q.start(async (id) => {
+        seen.push(id)
+      }, 4)
+      const deadline = Date.now() + 5_000
+      while (seen.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+      await new Promise((r) => setTimeout(r, 200))
+      expect(seen.sort()).toEqual(["r1", "r3"])
+      // Removing every job of a batch removes the BullMQ job (no worker here to take it first).
+      await q.close()
+      const idle = new RedisQueue(settings(redis.url))
+      const more = ["s1", "s2"].map((id) => job(id))
+      await Promise.all(more.map((j) => idle.enqueue(j, 0)))
+      expect((await peek(redis.url)).entries).toHaveLength(1)
+      for (const j of more) await idle.remove(j)
+      expect(await peek(redis.url)).toEqual({ entries: [], batched: {} })
+      await idle.close()
+    } finally {
+      await q.close()
+      await redis.stop()
+    }
+  }, 15_000)
+
   it("ensure re-enqueues a batched job only when its batch is gone", async () => {
     const redis = await startRedis()
     const q = new RedisQueue(settings(redis.url))
