@@ -231,6 +231,8 @@ const dispatcher = (
         effectHandler(withRequestOf(req, Readable.from(raw.length ? [raw] : [])), res)
       }
       const send = (reply: FastReply) => {
+        // With a length the answer goes out in one write (writeHead without one means chunked).
+        res.setHeader("content-length", Buffer.byteLength(reply.body))
         res.writeHead(reply.status, reply.headers)
         res.end(reply.body)
         logFast(req.method!, path, reply.status, Math.round((performance.now() - start) * 100) / 100)

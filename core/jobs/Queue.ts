@@ -228,6 +228,11 @@ interface EntryData {
   readonly snapshot?: Job
 }
 
+// A batch's BullMQ id is its first job's `<job_id>.<attempt>` plus this process's random tag and a
+// counter, unique even when a job handed back is again the first of a batch, in any process.
+const BATCH_TAG = randomBytes(6).toString("hex")
+let batchCount = 0
+
 /** Jobs waiting for the end of the current event-loop turn to be added as one BullMQ job. */
 interface Batch {
   readonly jobs: Array<Job>
@@ -320,7 +325,7 @@ export class RedisQueue implements JobQueue {
   private add(jobs: ReadonlyArray<Job>, delayMs: number, handBack = false): Promise<void> {
     this.store?.flush()
     const first = jobs[0]!
-    const id = jobs.length === 1 ? RedisQueue.bullId(first) : `${RedisQueue.bullId(first)}.${randomBytes(6).toString("hex")}`
+    const id = jobs.length === 1 ? RedisQueue.bullId(first) : `${RedisQueue.bullId(first)}.${BATCH_TAG}${(batchCount++).toString(36)}`
     const map = jobs.length > 1 || handBack
     const mapped = map ? this.connection.hset(this.batchedKey, ...jobs.flatMap((j) => [j.job_id, id])) : undefined
     const encode = (j: Job) => this.store?.encoded(j) ?? JSON.stringify(j)
