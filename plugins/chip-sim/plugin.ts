@@ -60,6 +60,9 @@ export default definePlugin({
   },
   setup: (ctx) =>
     Effect.gen(function* () {
+      // A workers-only copy of the platform (`platform worker`, the jobs plugin's worker thread)
+      // serves nothing of ours: no netlist to load there.
+      if (ctx.mode === "worker") return {}
       const candidates = netlistCandidates(ctx.configDir, ctx.config.netlist_dir)
       const dir = candidates.find(hasNetlist)
       if (!dir) {
@@ -71,7 +74,7 @@ export default definePlugin({
         try: () => makeChipSimulator(dir),
         catch: (e) => new PluginUnavailable({ reason: `netlist in ${dir} could not be loaded: ${(e as Error).message}` })
       })
-      // Threads only where requests are served: inspection and `platform worker` run none.
+      // Threads only where requests are served: inspection runs none.
       const size = ctx.mode === "serve" ? ctx.config.workers ?? defaultPoolSize() : 0
       const pool = yield* Effect.acquireRelease(
         Effect.tryPromise({
