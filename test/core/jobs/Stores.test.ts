@@ -202,6 +202,35 @@ describe("RedisQueue batches", () => {
     }
   }
 
+  /** Polls until `done()` (at most 5 s), then lets stragglers land for `settleMs`. */
+  const settle = async (done: () => boolean, settleMs = 200) => {
+    const deadline = Date.now() + 5_000
+    while (!done() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+    await new Promise((r) => setTimeout(r, settleMs))
+  }
+  /** A redis-server, two queue processes on it, and a gate that holds long jobs until `stop`. */
+  const twoProcesses = async () => {
+    const redis = await startRedis()
+    let release: () => void = () => {}
+    const gate = new Promise<void>((r) => {
+      release = r
+    })
+    const busy = new RedisQueue(settings(redis.url))
+    const other = new RedisQueue(settings(redis.url))
+    return {
+      redis,
+      busy,
+      other,
+      gate,
+      stop: async () => {
+        release()
+        await busy.close()
+        await other.close()
+        await redis.stop()
+      }
+    }
+  }
+
   it("jobs enqueued in one turn travel as one BullMQ job (up to batch_max); each is delivered once; a delayed one alone", async () => {
     const redis = await startRedis()
     const q = new RedisQueue(settings(redis.url, 3))
@@ -218,9 +247,7 @@ describe("RedisQueue batches", () => {
       await q.start(async (id) => {
         seen.push(id)
       }, 4)
-      const deadline = Date.now() + 5_000
-      while (seen.length < 6 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
-      await new Promise((r) => setTimeout(r, 100))
+      await settle(() => seen.length >= 6)
       expect(seen.sort()).toEqual([...ids, "later"].sort())
       // Finished batches leave nothing in the hash.
       expect((await peek(redis.url)).batched).toEqual({})
@@ -231,18 +258,12 @@ describe("RedisQueue batches", () => {
   }, 15_000)
 
   it("a batch larger than the free slots runs what fits and hands the rest back; another process runs those, each once", async () => {
-    const redis = await startRedis()
-    const busy = new RedisQueue(settings(redis.url))
-    const idle = new RedisQueue(settings(redis.url))
-    let release: () => void = () => {}
-    const long = new Promise<void>((r) => {
-      release = r
-    })
+    const { busy, other, gate, stop } = await twoProcesses()
     const runs: Array<[string, string]> = []
     try {
       await busy.start(async (id) => {
         runs.push([id, "busy"])
-        await long
+        await gate
       }, 2)
       await busy.enqueue(job("long"), 0)
       await new Promise((r) => setTimeout(r, 100))
@@ -250,35 +271,24 @@ describe("RedisQueue batches", () => {
       await Promise.all(["c1", "c2", "c3"].map((id) => busy.enqueue(job(id), 0)))
       await new Promise((r) => setTimeout(r, 1_300))
       expect(runs.filter(([id]) => id !== "long")).toHaveLength(1)
-      await idle.start(async (id) => {
-        runs.push([id, "idle"])
+      await other.start(async (id) => {
+        runs.push([id, "other"])
       }, 2)
-      const deadline = Date.now() + 5_000
-      while (runs.length < 4 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
-      await new Promise((r) => setTimeout(r, 200))
+      await settle(() => runs.length >= 4)
       const ran = runs.filter(([id]) => id !== "long")
       expect(ran.map(([id]) => id).sort()).toEqual(["c1", "c2", "c3"])
-      expect(ran.filter(([, by]) => by === "idle")).toHaveLength(2)
+      expect(ran.filter(([, by]) => by === "other")).toHaveLength(2)
     } finally {
-      release()
-      await busy.close()
-      await idle.close()
-      await redis.stop()
+      await stop()
     }
   }, 15_000)
 
   it("a batch delivered again skips the jobs handed back into another BullMQ job", async () => {
-    const redis = await startRedis()
-    const busy = new RedisQueue(settings(redis.url))
-    const other = new RedisQueue(settings(redis.url))
-    let release: () => void = () => {}
-    const long = new Promise<void>((r) => {
-      release = r
-    })
+    const { redis, busy, other, gate, stop } = await twoProcesses()
     const seen: Array<string> = []
     try {
       await busy.start(async (id) => {
-        if (id === "long") await long
+        if (id === "long") await gate
       }, 1)
       await busy.enqueue(job("long"), 0)
       await new Promise((r) => setTimeout(r, 100))
@@ -292,15 +302,10 @@ describe("RedisQueue batches", () => {
       await other.start(async (id) => {
         seen.push(id)
       }, 2)
-      const deadline = Date.now() + 5_000
-      while (seen.length < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
-      await new Promise((r) => setTimeout(r, 300))
+      await settle(() => seen.length >= 1, 300)
       expect(seen).toEqual(["d1"])
     } finally {
-      release()
-      await busy.close()
-      await other.close()
-      await redis.stop()
+      await stop()
     }
   }, 15_000)
 
@@ -316,9 +321,7 @@ describe("RedisQueue batches", () => {
       await q.start(async (id) => {
         seen.push(id)
       }, 4)
-      const deadline = Date.now() + 5_000
-      while (seen.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
-      await new Promise((r) => setTimeout(r, 200))
+      await settle(() => seen.length >= 2)
       expect(seen.sort()).toEqual(["r1", "r3"])
       // Removing every job of a batch removes the BullMQ job (no worker here to take it first).
       await q.close()
