@@ -26,6 +26,7 @@ import { DelayedError, Queue as BullQueue, Worker as BullWorker } from "bullmq"
 import { Redis } from "ioredis"
 import type { Job } from "./Job.ts"
 import type { RedisSettings } from "./Settings.ts"
+import { TurnBatch } from "./TurnBatch.ts"
 
 /**
  * Runs one delivered job; never rejects (failures are written to the store). `snapshot` is the
@@ -233,12 +234,6 @@ interface EntryData {
 const BATCH_TAG = randomBytes(6).toString("hex")
 let batchCount = 0
 
-/** Jobs waiting for the end of the current event-loop turn to be added as one BullMQ job. */
-interface Batch {
-  readonly jobs: Array<Job>
-  readonly settle: Array<{ resolve: () => void; reject: (e: unknown) => void }>
-}
-
 /** BullMQ queue of the redis backend; see the module comment. */
 export class RedisQueue implements JobQueue {
   private readonly connection: Redis
@@ -248,8 +243,8 @@ export class RedisQueue implements JobQueue {
   private worker: BullWorker | undefined
   private workerConnection: Redis | undefined
   private slots: Slots | undefined
-  /** Jobs enqueued in this turn, not added yet. */
-  private batch: Batch | undefined
+  /** Jobs enqueued in this turn, added as one BullMQ job when it ends. */
+  private readonly batch: TurnBatch<Job, void>
   /** Adds issued and not answered yet (`close` waits for them). */
   private readonly adding = new Set<Promise<void>>()
   /**
@@ -260,8 +255,6 @@ export class RedisQueue implements JobQueue {
 
   readonly completionOrdered: boolean
 
-  private readonly storeClient: Redis | undefined
-
   /**
    * Connects to `settings.url`; the BullMQ queue is `jobs` under prefix `settings.prefix`.
    * `store`: the record store's connection, shared by the BullMQ queue and worker (see
@@ -271,13 +264,12 @@ export class RedisQueue implements JobQueue {
    * both get their own connection.
    */
   constructor(private readonly settings: RedisSettings, private readonly store?: StoreLink) {
-    const storeClient = store?.client
-    this.storeClient = storeClient
-    this.completionOrdered = storeClient !== undefined
-    this.ownConnection = storeClient === undefined
-    this.connection = storeClient ?? new Redis(settings.url, { maxRetriesPerRequest: null })
+    this.completionOrdered = store !== undefined
+    this.ownConnection = store === undefined
+    this.connection = store?.client ?? new Redis(settings.url, { maxRetriesPerRequest: null })
     this.queue = new BullQueue("jobs", { connection: this.connection, prefix: settings.prefix })
     this.batchedKey = `${settings.prefix}:jobs:batched`
+    this.batch = new TurnBatch(settings.batch_max, (jobs) => this.add(jobs, 0).then(() => []))
   }
 
   private static bullId(job: Job): string {
@@ -291,30 +283,7 @@ export class RedisQueue implements JobQueue {
    */
   enqueue = (job: Job, delayMs: number): Promise<void> => {
     if (delayMs > 0 || this.settings.batch_max <= 1) return this.add([job], delayMs)
-    return new Promise<void>((resolve, reject) => {
-      let b = this.batch
-      if (!b) {
-        const fresh: Batch = { jobs: [], settle: [] }
-        b = this.batch = fresh
-        setImmediate(() => {
-          if (this.batch === fresh) this.flush()
-        })
-      }
-      b.jobs.push(job)
-      b.settle.push({ resolve, reject })
-      if (b.jobs.length >= this.settings.batch_max) this.flush()
-    })
-  }
-
-  /** Adds the pending batch now. */
-  private flush(): void {
-    const b = this.batch
-    if (!b) return
-    this.batch = undefined
-    this.add(b.jobs, 0).then(
-      () => b.settle.forEach((s) => s.resolve()),
-      (e) => b.settle.forEach((s) => s.reject(e))
-    )
+    return this.batch.push(job)
   }
 
   /**
@@ -409,7 +378,7 @@ export class RedisQueue implements JobQueue {
   start = async (deliver: Deliver, concurrency: number): Promise<void> => {
     const lockMs = Math.max(200, Math.round(this.settings.lock_s * 1000))
     // Ours to close only when not shared with the store.
-    if (!this.storeClient) this.workerConnection = new Redis(this.settings.url, { maxRetriesPerRequest: null })
+    if (!this.store) this.workerConnection = new Redis(this.settings.url, { maxRetriesPerRequest: null })
     const slots = new Slots(concurrency)
     this.slots = slots
     const ahead = concurrency + fetchAhead(concurrency)
@@ -422,6 +391,7 @@ export class RedisQueue implements JobQueue {
       const first = bj.attemptsStarted <= 1 && bj.stalledCounter === 0
       const carried = first || !data.mapped ? all : await this.stillCarried(bj.id!, all)
       const runs: Array<Promise<void>> = []
+      const ran: Array<string> = []
       const left: Array<Carried> = []
       // Each carried job takes a slot as one frees, up to PREFETCH_WAIT_MS; those that get none go
       // back to the queue for any worker (their records are still QUEUED, no attempt counted).
@@ -431,6 +401,7 @@ export class RedisQueue implements JobQueue {
             left.push(c)
             return
           }
+          ran.push(c.id)
           runs.push(deliver(c.id, c.snapshot, first).finally(() => {
             slots.release()
             if (this.worker!.concurrency !== ahead) this.worker!.concurrency = ahead
@@ -450,9 +421,9 @@ export class RedisQueue implements JobQueue {
       await Promise.all(runs)
       // The outcomes written by the deliveries go out before BullMQ's completion of this job.
       this.store?.flush()
-      if (data.mapped) await this.connection.hdel(this.batchedKey, ...carried.filter((c) => !left.includes(c)).map((c) => c.id))
+      if (data.mapped) await this.connection.hdel(this.batchedKey, ...ran)
     }, {
-      connection: this.storeClient ?? this.workerConnection!,
+      connection: this.store?.client ?? this.workerConnection!,
       prefix: this.settings.prefix,
       // `concurrency` run at once (the slots); `fetchAhead` more are fetched, waiting for one.
       concurrency: ahead,
@@ -470,7 +441,7 @@ export class RedisQueue implements JobQueue {
   }
 
   close = async (): Promise<void> => {
-    this.flush()
+    this.batch.flush()
     await Promise.allSettled([...this.adding])
     this.slots?.abort()
     await this.worker?.close()

@@ -18,6 +18,7 @@ import { createHash } from "node:crypto"
 import { Redis } from "ioredis"
 import type { Job, JobStatus } from "./Job.ts"
 import { applyListQuery, endedMs, type JobStore, type ListPage, type ListQuery, scheduledMs, type Transition, type Updated } from "./JobStore.ts"
+import { TurnBatch } from "./TurnBatch.ts"
 
 // Writes one or more records, each a compare-and-set; answers one 0/1 per record.
 // KEYS, 7 per record: record, queued, ended, index, old status set, new status set, type set.
@@ -59,13 +60,6 @@ return out
 /** Most record writes sent in one script call. */
 const CAS_BATCH_MAX = 64
 
-/** Record writes waiting for the end of the event-loop turn, sent as one script call. */
-interface CasBatch {
-  readonly keys: Array<string>
-  readonly argv: Array<string>
-  readonly settle: Array<{ resolve: (ok: number) => void; reject: (e: unknown) => void }>
-}
-
 type CasRedis = Redis & {
   /** `numkeys`, then the keys, then the arguments (see CAS). */
   jobCas: (numkeys: number, ...keysAndArgv: Array<string>) => Promise<Array<number>>
@@ -83,8 +77,10 @@ export class RedisJobStore implements JobStore {
   private readonly cancelListeners = new Set<(id: string) => void>()
   /** The JSON each record object was read from or written as: saves re-serialising it as a CAS "expected". */
   private readonly raw = new WeakMap<Job, string>()
-  /** Record writes of this turn not sent yet (see `cas`). */
-  private batch: CasBatch | undefined
+  /** Record writes of this turn, `[keys, argv]` of each (see CAS), sent as one script call. */
+  private readonly writes = new TurnBatch<readonly [Array<string>, Array<string>], number>(CAS_BATCH_MAX, (w) =>
+    this.redis.jobCas(w.length * 7, ...w.flatMap(([keys]) => keys), ...w.flatMap(([, argv]) => argv))
+  )
   private readonly k: { index: string; queued: string; ended: string; events: string; cancel: string }
 
   /** Connects to `url` (ioredis URL syntax) under key prefix `prefix`. */
@@ -149,15 +145,7 @@ export class RedisJobStore implements JobStore {
     const e = endedMs(next)
     const nextRaw = JSON.stringify(next)
     this.raw.set(next, nextRaw)
-    let b = this.batch
-    if (!b) {
-      const fresh: CasBatch = { keys: [], argv: [], settle: [] }
-      b = this.batch = fresh
-      setImmediate(() => {
-        if (this.batch === fresh) this.flush()
-      })
-    }
-    b.keys.push(
+    const keys = [
       this.key(id),
       this.k.queued,
       this.k.ended,
@@ -165,8 +153,8 @@ export class RedisJobStore implements JobStore {
       this.statusKey(prev?.status ?? next.status),
       this.statusKey(next.status),
       this.typeKey(next.job_type)
-    )
-    b.argv.push(
+    ]
+    const argv = [
       prev ? sha1(this.raw.get(prev) ?? JSON.stringify(prev)) : "",
       nextRaw,
       id,
@@ -177,10 +165,8 @@ export class RedisJobStore implements JobStore {
       prev ? "0" : "1",
       prev && scheduledMs(prev) !== undefined ? "1" : "0",
       prev && endedMs(prev) !== undefined ? "1" : "0"
-    )
-    const written = new Promise<number>((resolve, reject) => b.settle.push({ resolve, reject }))
-    if (b.settle.length >= CAS_BATCH_MAX) this.flush()
-    return written
+    ]
+    return this.writes.push([keys, argv])
   }
 
   /**
@@ -188,13 +174,7 @@ export class RedisJobStore implements JobStore {
    * BullMQ command that must execute after them (on the shared connection, in order).
    */
   flush(): void {
-    const b = this.batch
-    if (!b) return
-    this.batch = undefined
-    this.redis.jobCas(b.keys.length, ...b.keys, ...b.argv).then(
-      (r) => b.settle.forEach((s, i) => s.resolve(r[i] ?? 0)),
-      (e) => b.settle.forEach((s) => s.reject(e))
-    )
+    this.writes.flush()
   }
 
   create = async (job: Job): Promise<void> => {

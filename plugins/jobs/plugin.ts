@@ -82,35 +82,33 @@ export default definePlugin({
       const key = uploadKey(ctx.config.files)
       // `platform serve` with redis: workers in a thread of their own (see core/jobs/WorkerThread.ts).
       let inThread = role === "all" && ctx.config.backend === "redis" && ctx.config.workers && ctx.config.worker_thread
+      const startHere = Effect.promise(() => rt.startWorkers())
+      const startInThread = Effect.acquireRelease(
+        Effect.tryPromise(() => {
+          const l = ctx.listenerInfo(ctx.listener)
+          return startWorkerThread(ctx.source, l ? { [FILES_URL_ENV]: `${l.url}/files` } : {})
+        }).pipe(
+          Effect.map((t): WorkerThread | undefined => t),
+          // The API keeps serving: its own event loop runs the workers instead.
+          Effect.catchAll((e) =>
+            Effect.logError(`worker thread did not start (${(e.error as Error)?.message ?? e.error}); running workers on the API thread`).pipe(
+              Effect.zipRight(Effect.suspend(() => {
+                inThread = false
+                return startHere
+              })),
+              Effect.as(undefined)
+            )
+          )
+        ),
+        (t) => Effect.promise(() => t?.stop() ?? Promise.resolve())
+      ).pipe(Effect.asVoid)
       return {
         routes: role === "worker" ? [] : routes(rt, files, {
           ...(key ? { uploadKey: key } : {}),
           maxUploadBytes: ctx.config.files.max_upload_bytes,
           heartbeatMs: ctx.config.events_heartbeat_s * 1000
         }),
-        start: role === "worker" || !ctx.config.workers
-          ? Effect.promise(() => (role === "worker" ? rt.startWorkers() : Promise.resolve()))
-          : inThread
-          ? Effect.acquireRelease(
-            Effect.tryPromise(() => {
-              const l = ctx.listenerInfo(ctx.listener)
-              return startWorkerThread(ctx.source, l ? { [FILES_URL_ENV]: `${l.url}/files` } : {})
-            }).pipe(
-              Effect.map((t): WorkerThread | undefined => t),
-              // The API keeps serving: its own event loop runs the workers instead.
-              Effect.catchAll((e) =>
-                Effect.logError(`worker thread did not start (${(e.error as Error)?.message ?? e.error}); running workers on the API thread`).pipe(
-                  Effect.zipRight(Effect.promise(() => {
-                    inThread = false
-                    return rt.startWorkers()
-                  })),
-                  Effect.as(undefined)
-                )
-              )
-            ),
-            (t) => Effect.promise(() => t?.stop() ?? Promise.resolve())
-          ).pipe(Effect.asVoid)
-          : Effect.promise(() => rt.startWorkers()),
+        start: inThread ? startInThread : role === "worker" || ctx.config.workers ? startHere : Effect.void,
         status: () => ({
           backend: ctx.config.backend,
           role,
