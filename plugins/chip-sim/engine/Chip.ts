@@ -24,12 +24,13 @@
  *
  * The whole machine state is the four arrays `value`, `pullup`, `pulldown`, `transOn` (see
  * Encoding.ts for their wire form); everything else here is a cache derived from them,
- * including a memo of whole settles and of 32-half-cycle spans keyed by a 96-bit fingerprint
- * of that state (see Chip.halfStep, Chip.runHalfCycles), which only changes how fast a state
- * that recurs is carried forward: tests check node for node that results are the same with
- * the memo on and off.
+ * including a memo of whole settles and of 32-half-cycle spans (Memo.ts), keyed by the complete
+ * state and confirmed word for word before a replay, which only changes how fast a state that
+ * recurs is carried forward: tests compare results with the memo on and off over millions of
+ * half-cycles of Klaus Dormann's functional test.
  */
-import type { Netlist } from "./Netlist.ts"
+import { makeKey, MemoTable, SPAN_EVENT, type SettleRecord, type SpanRecord } from "./Memo.ts"
+import { DRV_GND, DRV_PULLDOWN, DRV_PULLUP, DRV_VCC, RANK_HIGH, rankOf, type ChipTables } from "./Tables.ts"
 import {
   makeKernel,
   NOTE_HASH,
@@ -65,22 +66,6 @@ const MEMO_BACKOFF_MIN = 16384
 const MEMO_BACKOFF_MAX = 1 << 18
 
 /**
- * A recorded settle: fingerprint check words, the nodes whose level flipped (net), end
- * fingerprint. Transistor flips are not stored: a settle is recorded only when its net
- * transistor flips are exactly those gated by the flipped nodes (always, for states whose
- * transistors conduct as their gates say), so replay re-derives them and keeps entries small;
- * replay is memory-bound, and this keeps a loop's entries in cache.
- */
-interface MemoEntry {
-  readonly k2: number
-  readonly k3: number
-  readonly nodes: Uint16Array
-  readonly h1: number
-  readonly h2: number
-  readonly h3: number
-}
-
-/**
  * Span of a macro, in half-cycles: a run of half-cycles from a recurring state, stored as its
  * bus traffic (reads to check, writes to redo, opcode fetches) and its net node flips; replayed
  * whole when every read finds the same byte. Macros per generation (two kept) are bounded too.
@@ -88,294 +73,7 @@ interface MemoEntry {
 export const MACRO_HALF_CYCLES = 32
 export const MACRO_ENTRIES_MAX = 4096
 
-/** A recorded run of MACRO_HALF_CYCLES half-cycles (see Chip.runHalfCycles). */
-interface Macro {
-  readonly k2: number
-  readonly k3: number
-  /** Bus events in order, as triples: kind (0 read, 1 write, 2 fetch row), address, byte. */
-  readonly events: Int32Array
-  readonly nodes: Uint16Array
-  /** Final pull-up, pull-down of clk0 and db0..db7, in that order. */
-  readonly pulls: Uint8Array
-  readonly h1: number
-  readonly h2: number
-  readonly h3: number
-}
-
-/** Node ids the engine drives or reads, resolved from `nodenames.js`. */
-export interface PinIds {
-  readonly clk0: number
-  readonly res: number
-  readonly rdy: number
-  readonly so: number
-  readonly irq: number
-  readonly nmi: number
-  readonly rw: number
-  readonly sync: number
-  readonly db: Int32Array
-  readonly ab: Int32Array
-}
-
-/** Static tables built once per netlist and shared by every {@link Chip}. */
-export interface ChipTables {
-  readonly netlist: Netlist
-  readonly nodeCount: number
-  readonly transistorCount: number
-  readonly vss: number
-  readonly vcc: number
-  /** Channel adjacency: for node n, entries chanStart[n]..chanStart[n+1]-1 of chanT/chanOther. */
-  readonly chanStart: Int32Array
-  readonly chanT: Int32Array
-  readonly chanOther: Int32Array
-  /**
-   * Channel adjacency restricted to node-to-node transistors (rails and self-loops left out),
-   * in the same order as chanT: a group walk only needs these, rail contacts being counted.
-   */
-  readonly nnStart: Int32Array
-  readonly nnT: Int32Array
-  readonly nnOther: Int32Array
-  /**
-   * What switching transistor t changes in the per-node caches: tKind 1 = ground contact of
-   * node tNode1, 2 = power contact of tNode1, 3 = node-to-node channel tNode1-tNode2 (bit tBit1
-   * of tNode1's and tBit2 of tNode2's node-to-node list), 0 = nothing.
-   */
-  readonly tKind: Uint8Array
-  readonly tNode1: Int32Array
-  readonly tNode2: Int32Array
-  readonly tBit1: Int32Array
-  readonly tBit2: Int32Array
-  /** Transistors gated by node n: gateStart[n]..gateStart[n+1]-1 of gateT. */
-  readonly gateStart: Int32Array
-  readonly gateT: Int32Array
-  readonly pins: PinIds
-  /**
-   * Zobrist keys, three 32-bit words per state bit (node level, pull-up, pull-down, transistor
-   * conduction) and per data-bus byte: the XOR of the keys of the set bits fingerprints a whole
-   * machine state in 96 bits, kept up to date bit flip by bit flip.
-   */
-  readonly zValue: Int32Array
-  readonly zPullup: Int32Array
-  readonly zPulldown: Int32Array
-  readonly zTrans: Int32Array
-  readonly zData: Int32Array
-  /**
-   * What a level change of node n does to the per-node words of Chip.ns when every transistor it
-   * gates switches with it (the usual case, see Chip.consistent): entries effStart[n] ..
-   * effStart[n+1]-1 add effAmt[k] (rising) or subtract it (falling) at ns[effIdx[k]], one entry
-   * per contact: a conduction-mask bit of each terminal of a node-to-node channel, a count of
-   * ground or power contacts (see DRV_GND, DRV_VCC). zGate is the XOR of the Zobrist keys of
-   * n's gated transistors.
-   */
-  readonly effStart: Int32Array
-  readonly effIdx: Int32Array
-  readonly effAmt: Int32Array
-  readonly zGate: Int32Array
-  /**
-   * Nodes queued when n changes, by its new level nv: dep[depStart[2n+nv]..depStart[2n+nv+1]-1].
-   * Falling (nv = 0): both non-rail channel terminals of each transistor n gates; rising: one
-   * (the first non-rail one) per transistor.
-   */
-  readonly depStart: Int32Array
-  readonly dep: Int32Array
-}
-
-/**
- * Layout of a node's drive word (Chip.ns[2n+1]): bit 0 pull-up, bit 1 pull-down, the count of
- * conducting transistors to power from bit 8 and to ground from bit 16. Zero: the node is
- * driven by nothing but its channels and stored charge.
- */
-export const DRV_PULLUP = 1
-export const DRV_PULLDOWN = 2
-export const DRV_VCC = 0x100
-export const DRV_GND = 0x10000
-
-/**
- * Rank of a node alone from its drive word d and level v, the priority of a group's level:
- * 5 ground, 4 power, 3 pull-down, 2 pull-up, 1 stored high charge, 0 nothing. A group is high
- * when its highest rank is 1, 2 or 4: bit `rank` of RANK_HIGH.
- */
-const rankOf = (d: number, v: number): number =>
-  d >= DRV_GND ? 5 : d >= DRV_VCC ? 4 : d & DRV_PULLDOWN ? 3 : d & DRV_PULLUP ? 2 : v
-const RANK_HIGH = 0b10110
-
-const csr = (n: number, lists: ReadonlyArray<ReadonlyArray<number>>): [Int32Array, Int32Array] => {
-  const start = new Int32Array(n + 1)
-  let total = 0
-  for (let i = 0; i < n; i++) {
-    start[i] = total
-    total += lists[i]!.length
-  }
-  start[n] = total
-  const flat = new Int32Array(total)
-  let k = 0
-  for (let i = 0; i < n; i++) for (const v of lists[i]!) flat[k++] = v
-  return [start, flat]
-}
-
-const nodeId = (netlist: Netlist, name: string): number => {
-  const id = netlist.names.get(name)
-  if (id === undefined) throw new Error(`netlist has no node named ${name}`)
-  return id
-}
-
-/** Builds the adjacency tables of a netlist. Pure; a few milliseconds. */
-export const makeTables = (netlist: Netlist): ChipTables => {
-  const nn = netlist.nodeCount
-  const nt = netlist.transistorCount
-  const { vss, vcc, gate, c1, c2 } = netlist
-  const isRail = (n: number) => n === vss || n === vcc
-  const chanT: Array<Array<number>> = Array.from({ length: nn }, () => [])
-  const chanO: Array<Array<number>> = Array.from({ length: nn }, () => [])
-  const gates: Array<Array<number>> = Array.from({ length: nn }, () => [])
-  for (let t = 0; t < nt; t++) {
-    gates[gate[t]!]!.push(t)
-    const a = c1[t]!
-    const b = c2[t]!
-    chanT[a]!.push(t)
-    chanO[a]!.push(b)
-    chanT[b]!.push(t)
-    chanO[b]!.push(a)
-  }
-  const depOff: Array<Array<number>> = Array.from({ length: nn }, () => [])
-  const depOn: Array<Array<number>> = Array.from({ length: nn }, () => [])
-  for (let n = 0; n < nn; n++) {
-    for (const t of gates[n]!) {
-      const a = c1[t]!
-      const b = c2[t]!
-      if (!isRail(a) && !depOff[n]!.includes(a)) depOff[n]!.push(a)
-      if (!isRail(b) && !depOff[n]!.includes(b)) depOff[n]!.push(b)
-      const one = isRail(a) ? b : a
-      if (!isRail(one) && !depOn[n]!.includes(one)) depOn[n]!.push(one)
-    }
-  }
-  // Rails are never walked from: give them empty channel lists.
-  chanT[vss] = []
-  chanO[vss] = []
-  chanT[vcc] = []
-  chanO[vcc] = []
-  const nnT: Array<Array<number>> = chanT.map(() => [])
-  const nnO: Array<Array<number>> = chanT.map(() => [])
-  for (let n = 0; n < nn; n++) {
-    chanT[n]!.forEach((t, k) => {
-      const o = chanO[n]![k]!
-      if (isRail(o) || o === n) return
-      nnT[n]!.push(t)
-      nnO[n]!.push(o)
-    })
-  }
-  const tKind = new Uint8Array(nt)
-  const tNode1 = new Int32Array(nt).fill(-1)
-  const tNode2 = new Int32Array(nt).fill(-1)
-  const tBit1 = new Int32Array(nt)
-  const tBit2 = new Int32Array(nt)
-  for (let t = 0; t < nt; t++) {
-    const a = c1[t]!
-    const b = c2[t]!
-    if (isRail(a) && isRail(b)) continue
-    if (isRail(a) || isRail(b)) {
-      tKind[t] = (isRail(a) ? a : b) === vss ? 1 : 2
-      tNode1[t] = isRail(a) ? b : a
-      continue
-    }
-    if (a === b) continue
-    tKind[t] = 3
-    tNode1[t] = a
-    tNode2[t] = b
-    tBit1[t] = 1 << nnT[a]!.indexOf(t)
-    tBit2[t] = 1 << nnT[b]!.indexOf(t)
-  }
-  if (nnT.some((l) => l.length > 31)) throw new Error("a node has more than 31 node-to-node transistors")
-  const [nnStart, nnTf] = csr(nn, nnT)
-  const [, nnOf] = csr(nn, nnO)
-  const [chanStart, chanTf] = csr(nn, chanT)
-  const [, chanOf] = csr(nn, chanO)
-  const [gateStart, gateT] = csr(nn, gates)
-  // Fixed seed: fingerprints (and so memo hits) do not depend on the process.
-  let seed = 0x2545f491
-  const rnd = () => {
-    seed ^= seed << 13
-    seed ^= seed >>> 17
-    seed ^= seed << 5
-    return seed | 0
-  }
-  const keys = (n: number) => Int32Array.from({ length: n * 3 }, rnd)
-  const zTrans = keys(nt)
-  const effIdx: Array<Array<number>> = Array.from({ length: nn }, () => [])
-  const effAmt: Array<Array<number>> = Array.from({ length: nn }, () => [])
-  const gndCount = new Int32Array(nn)
-  const vccCount = new Int32Array(nn)
-  const zGate = new Int32Array(nn * 3)
-  for (let n = 0; n < nn; n++) {
-    for (const t of gates[n]!) {
-      zGate[n * 3] ^= zTrans[t * 3]!
-      zGate[n * 3 + 1] ^= zTrans[t * 3 + 1]!
-      zGate[n * 3 + 2] ^= zTrans[t * 3 + 2]!
-      if (tKind[t] === 1) {
-        effIdx[n]!.push(2 * tNode1[t]! + 1)
-        effAmt[n]!.push(DRV_GND)
-        gndCount[tNode1[t]!]!++
-      } else if (tKind[t] === 2) {
-        effIdx[n]!.push(2 * tNode1[t]! + 1)
-        effAmt[n]!.push(DRV_VCC)
-        vccCount[tNode1[t]!]!++
-      } else if (tKind[t] === 3) {
-        effIdx[n]!.push(2 * tNode1[t]!, 2 * tNode2[t]!)
-        effAmt[n]!.push(tBit1[t]!, tBit2[t]!)
-      }
-    }
-  }
-  if (vccCount.some((c) => c >= DRV_GND / DRV_VCC) || gndCount.some((c) => c >= 0x7fff)) {
-    throw new Error("a node has too many transistors to a rail for its drive word")
-  }
-  const [effStart, effIdxF] = csr(nn, effIdx)
-  const [, effAmtF] = csr(nn, effAmt)
-  const [depStart, depF] = csr(2 * nn, Array.from({ length: 2 * nn }, (_, i) => (i & 1 ? depOn : depOff)[i >> 1]!))
-  const ids = (prefix: string, k: number) => Int32Array.from({ length: k }, (_, i) => nodeId(netlist, `${prefix}${i}`))
-  for (const n of ids("db", 8)) if (isRail(n)) throw new Error("a data-bus pin is a rail")
-  return {
-    netlist,
-    nodeCount: nn,
-    transistorCount: nt,
-    vss,
-    vcc,
-    chanStart,
-    chanT: chanTf,
-    chanOther: chanOf,
-    nnStart,
-    nnT: nnTf,
-    nnOther: nnOf,
-    tKind,
-    tNode1,
-    tNode2,
-    tBit1,
-    tBit2,
-    gateStart,
-    gateT,
-    zValue: keys(nn),
-    zPullup: keys(nn),
-    zPulldown: keys(nn),
-    zTrans,
-    zData: keys(256),
-    effStart,
-    effIdx: effIdxF,
-    effAmt: effAmtF,
-    depStart,
-    dep: depF,
-    zGate,
-    pins: {
-      clk0: nodeId(netlist, "clk0"),
-      res: nodeId(netlist, "res"),
-      rdy: nodeId(netlist, "rdy"),
-      so: nodeId(netlist, "so"),
-      irq: nodeId(netlist, "irq"),
-      nmi: nodeId(netlist, "nmi"),
-      rw: nodeId(netlist, "rw"),
-      sync: nodeId(netlist, "sync"),
-      db: ids("db", 8),
-      ab: ids("ab", 16)
-    }
-  }
-}
+export { DRV_GND, DRV_PULLDOWN, DRV_PULLUP, DRV_VCC, makeTables, type ChipTables, type PinIds } from "./Tables.ts"
 
 /** The four arrays that are the whole electrical state of the chip. */
 export interface NodeState {
@@ -397,9 +95,9 @@ export interface NodeState {
  * and is recomputed from its drive word alone; a group walk visits only set bits, lowest first,
  * which is the transistor-row order a recursive walk would take.
  *
- * On top, states that recur are carried forward from memos keyed by a fingerprint of the whole
- * state: single settles (halfStep) and spans of 32 half-cycles (runHalfCycles). Both only ever
- * reproduce what settling did from the same state; tests compare them node for node.
+ * On top, states that recur are carried forward from memos (Memo.ts) keyed by the complete
+ * state: single settles (halfStep) and spans of 32 half-cycles (runHalfCycles). A record is
+ * replayed only after its key has been compared word for word with the present state.
  */
 export class Chip {
   /** Node levels (a view of the settle kernel's memory: written in place, never replaced). */
@@ -452,14 +150,23 @@ export class Chip {
    * transistors and the caches follow from the static effect lists of ChipTables.
    */
   private consistent = true
-  /** 96-bit fingerprint of (value, pullup, pulldown, transOn); see ChipTables.zValue. */
+  /**
+   * Every node outside ChipTables.drivenNodes has the pull-up `segdefs.js` gives it and no
+   * pull-down (true of every state the engine makes; a loaded state may differ). With
+   * `consistent`, the memo's key (packed levels, driven pins' pulls) is then the whole state.
+   */
+  private pullsStandard = true
+  /** Pulls of the driven pins, bits 2i (pull-up) and 2i+1 (pull-down) for slot i. */
+  private pinPulls = 0
+  /** Packed node levels (a view of the kernel's vbits), kept while the memo is on. */
+  private readonly levels: Uint32Array
+  /** Zobrist fingerprint of the state (ChipTables.zValue), kept while the memo is on. */
   private h1 = 0
   private h2 = 0
   private h3 = 0
-  /** Half-cycle memo (see halfStep); a pure cache keyed by whole-state fingerprints. */
-  private memo = new Map<number, MemoEntry>()
-  /** The previous generation of the memo, still consulted (hits move back into `memo`). */
-  private memoOld = new Map<number, MemoEntry>()
+  /** Recorded settles (see halfStep) and spans (see runHalfCycles); see Memo.ts. */
+  private readonly settles = new MemoTable<SettleRecord>(MEMO_ENTRIES_MAX)
+  private readonly spans = new MemoTable<SpanRecord>(MACRO_ENTRIES_MAX)
   private readonly seen = new Set<number>()
   private recording = false
   private recStamp: Int32Array
@@ -468,25 +175,17 @@ export class Chip {
   private recNodes: Int32Array
   private recNodeWas: Uint8Array
   private recCount = 0
-  private recTrans: Array<number> = []
-  private recTransWas: Array<number> = []
-  private recTransStamp: Int32Array
-  /** Conduction of each recorded transistor before the recorded settle. */
-  private recTransOrig: Uint8Array
   /** Settles replayed and simulated through the memo since construction (bench, tests). */
   memoHits = 0
   memoMisses = 0
   /** Half-cycles carried by span replays since construction (bench, tests). */
   macroHalfCycles = 0
-  /** Span memo (see runHalfCycles), two generations like the settle memo, and its recorder. */
-  private macros = new Map<number, Macro>()
-  private macrosOld = new Map<number, Macro>()
+  /** The span being recorded: its hash and key, length so far, bus events and nodes changed. */
   private macroRec = false
-  private macroKey = 0
-  private macroK2 = 0
-  private macroK3 = 0
+  private macroHash = 0
+  private macroKey: Uint32Array | undefined
   private macroLen = 0
-  /** The span being recorded: bus events (triples, see Macro.events) and nodes changed (each once). */
+  /** Bus events of the span being recorded (triples, see SpanRecord.events). */
   private macroEvents: Int32Array
   private macroEventCount = 0
   private macroNodes: Int32Array
@@ -498,7 +197,10 @@ export class Chip {
   private macroOrig: Uint8Array
   private macroGen = 0
   private readonly memoEnabled: boolean
-  /** Whether fingerprints are kept and the memo consulted; speed only, never results. */
+  /**
+   * Whether the fingerprint and packed levels are kept and the memo consulted; speed only, never
+   * results. Only ever true while the state is consistent with standard pulls (memoUsable).
+   */
   private memoActive: boolean
   private memoWindow = 0
   private memoWindowHits = 0
@@ -519,6 +221,7 @@ export class Chip {
     this.regs = new Int32Array(buf, L.regs, 16)
     this.scratch = new Int32Array(buf, L.scratch, nn)
     this.value = new Uint8Array(buf, L.value, nn)
+    this.levels = new Uint32Array(buf, L.vbits, (nn + 31) >> 5)
     this.pullup = new Uint8Array(nn)
     this.pulldown = new Uint8Array(nn)
     this.trans = new Uint8Array(tables.transistorCount)
@@ -531,8 +234,6 @@ export class Chip {
     this.group = new Int32Array(buf, L.group, nn)
     this.stackNode = new Int32Array(buf, L.stackNode, nn + 1)
     this.recStamp = new Int32Array(buf, L.recStamp, nn)
-    this.recTransStamp = new Int32Array(tables.transistorCount)
-    this.recTransOrig = new Uint8Array(tables.transistorCount)
     this.macroStamp = new Int32Array(buf, L.macroStamp, nn)
     this.macroOrig = new Uint8Array(buf, L.macroOrig, nn)
     this.recNodes = new Int32Array(buf, L.recNodes, nn)
@@ -566,13 +267,11 @@ export class Chip {
 
   /** Empties the half-cycle memo and switches it on (tests, benchmarks); results are unaffected. */
   memoReset(): void {
-    this.memo.clear()
-    this.memoOld.clear()
+    this.settles.clear()
+    this.spans.clear()
     this.seen.clear()
-    this.macros.clear()
-    this.macrosOld.clear()
     this.macroRec = false
-    this.memoActive = this.memoEnabled
+    this.memoActive = this.memoEnabled && this.memoUsable()
     this.memoBackoff = MEMO_BACKOFF_MIN
     this.memoWindow = 0
     this.memoWindowHits = 0
@@ -580,13 +279,20 @@ export class Chip {
     this.fingerprint()
   }
 
-  /** Rebuilds the caches and the fingerprint from the state; clears the generation stamps. */
-  private resetScratch(): void {
-    this.fingerprint()
-    this.resetCaches()
+  /** Whether the memo's key is the whole state (see pullsStandard); decided on load. */
+  private memoUsable(): boolean {
+    return this.consistent && this.pullsStandard
   }
 
-  /** Recomputes the 96-bit fingerprint of the state from scratch. */
+  /** Rebuilds the caches and the fingerprint from the state; clears the generation stamps. */
+  private resetScratch(): void {
+    this.resetCaches()
+    if (!this.memoUsable()) this.memoActive = false
+    else if (this.memoEnabled && this.memoCooldown <= 0) this.memoActive = true
+    this.fingerprint()
+  }
+
+  /** Recomputes the fingerprint and the packed levels from the state. */
   private fingerprint(): void {
     const t = this.tables
     let h1 = 0
@@ -607,6 +313,9 @@ export class Chip {
     this.h1 = h1
     this.h2 = h2
     this.h3 = h3
+    const levels = this.levels
+    levels.fill(0)
+    for (let n = 0; n < t.nodeCount; n++) if (this.value[n]) levels[n >> 5]! |= 1 << (n & 31)
   }
 
   private resetCaches(): void {
@@ -620,9 +329,18 @@ export class Chip {
         break
       }
     }
+    this.pullsStandard = true
+    this.pinPulls = 0
+    const standardUp = t.netlist.pullup
+    for (let n = 0; n < t.nodeCount; n++) {
+      const slot = t.drivenSlot[n]!
+      if (slot >= 0) this.pinPulls |= (this.pullup[n]! << (2 * slot)) | (this.pulldown[n]! << (2 * slot + 1))
+      else if (this.pullup[n] !== standardUp[n] || this.pulldown[n] !== 0) this.pullsStandard = false
+    }
     this.recStamp.fill(0)
-    this.recTransStamp.fill(0)
     this.recGen = 0
+    this.macroStamp.fill(0)
+    this.macroGen = 0
     this.listStamp.fill(0)
     this.listGen = 0
     this.groupStamp.fill(0)
@@ -674,9 +392,17 @@ export class Chip {
     const up = level ? 1 : 0
     const down = up ^ 1
     const k = node * 3
+    const slot = t.drivenSlot[node]!
+    if (slot < 0 && (this.pullup[node] !== up || this.pulldown[node] !== down)) {
+      // a node outside the driven pins: the memo's key would no longer be the whole state
+      this.pullsStandard = false
+      this.memoActive = false
+      this.macroRec = false
+    }
     if (this.pullup[node] !== up) {
       this.pullup[node] = up
       this.ns[2 * node + 1]! ^= DRV_PULLUP
+      if (slot >= 0) this.pinPulls ^= 1 << (2 * slot)
       if (this.memoActive) {
         this.h1 ^= t.zPullup[k]!
         this.h2 ^= t.zPullup[k + 1]!
@@ -686,6 +412,7 @@ export class Chip {
     if (this.pulldown[node] !== down) {
       this.pulldown[node] = down
       this.ns[2 * node + 1]! ^= DRV_PULLDOWN
+      if (slot >= 0) this.pinPulls ^= 1 << (2 * slot + 1)
       if (this.memoActive) {
         this.h1 ^= t.zPulldown[k]!
         this.h2 ^= t.zPulldown[k + 1]!
@@ -720,10 +447,11 @@ export class Chip {
    * on a rising edge, a read (`rw` high) drives `db0..db7` from `memory[addr]` and settles, a
    * write stores the data bus into `memory[addr]`.
    *
-   * Both settles are memoised: a settle is a function of the whole state (and of the byte
-   * driven), so when a state fingerprint recurs (a program idling in a loop) the recorded net
-   * flips of nodes and transistors are replayed instead of re-simulated. Settles are recorded
-   * while the memo is on; it switches itself off on runs that do not repeat.
+   * Both settles go through the memo: a settle is a function of the whole state after the
+   * drive and of the node it starts from, so when that state recurs (a program idling in a
+   * loop) the recorded net node flips are replayed instead of re-simulated, once the record's
+   * key has been found equal to the state. The memo switches itself off on runs that do not
+   * repeat.
    */
   halfStep(memory: Uint8Array): void {
     const p = this.tables.pins
@@ -749,10 +477,11 @@ export class Chip {
    * `{addr, opcode = memory[addr]}` (or null).
    *
    * Where a state recurs, whole spans of MACRO_HALF_CYCLES half-cycles are replayed: a span
-   * recorded from the same fingerprint applies when each of its reads finds in memory the byte
-   * it found when recorded (its writes are redone in order first, so reads of bytes it wrote
-   * itself check too) and it holds no fetch at `stopPc`; otherwise the memory is restored and
-   * the half-cycles are simulated. Same end state, memory and fetch as stepping one by one.
+   * recorded from the same state (key compared in full) applies when each of its reads finds in
+   * memory the byte it found when recorded (its writes are redone in order first, so reads of
+   * bytes it wrote itself check too) and it holds no fetch at `stopPc`; otherwise the memory is
+   * restored and the half-cycles are simulated. Same end state, memory and fetch as stepping
+   * one by one.
    */
   runHalfCycles(
     memory: Uint8Array,
@@ -764,21 +493,17 @@ export class Chip {
     let done = 0
     let stopped = false
     while (done < n) {
-      if (!this.macroRec && this.memoActive && this.consistent && n - done >= MACRO_HALF_CYCLES) {
-        const key = this.h1 & 0x3fffffff
-        let m = this.macros.get(key)
-        if (m === undefined) {
-          m = this.macrosOld.get(key)
-          if (m !== undefined) this.macroStore(key, m)
-        }
-        if (m !== undefined && m.k2 === this.h2 && m.k3 === this.h3) {
+      if (!this.macroRec && this.memoActive && n - done >= MACRO_HALF_CYCLES) {
+        const hash = (this.h1 ^ 0x5bd1e995) & 0x3fffffff
+        const m = this.spans.find(hash, this.levels, this.pinPulls, SPAN_EVENT)
+        if (m !== undefined) {
           const fetch = this.applyMacro(memory, m, stopPc)
           if (fetch !== undefined) {
             if (fetch !== null) last = fetch
             done += MACRO_HALF_CYCLES
             continue
           }
-        } else if (m === undefined) this.startMacro(key)
+        } else if (!this.spans.has(hash)) this.startMacro(hash)
       }
       this.halfStep(memory)
       done++
@@ -798,11 +523,10 @@ export class Chip {
     return { done, stopped, last }
   }
 
-  private startMacro(key: number): void {
+  private startMacro(hash: number): void {
     this.macroRec = true
-    this.macroKey = key
-    this.macroK2 = this.h2
-    this.macroK3 = this.h3
+    this.macroHash = hash
+    this.macroKey = makeKey(this.levels, this.pinPulls, SPAN_EVENT)
     this.macroLen = 0
     this.macroEventCount = 0
     this.macroNodeCount = 0
@@ -814,21 +538,13 @@ export class Chip {
 
   private finishMacro(): void {
     this.macroRec = false
-    // The fingerprint must have been kept throughout and the state stayed consistent.
-    if (!this.memoActive || !this.consistent) return
-    const p = this.tables.pins
-    const pulls = new Uint8Array(18)
-    for (let i = 0; i < 9; i++) {
-      const node = i === 0 ? p.clk0 : p.db[i - 1]!
-      pulls[i * 2] = this.pullup[node]!
-      pulls[i * 2 + 1] = this.pulldown[node]!
-    }
-    this.macroStore(this.macroKey, {
-      k2: this.macroK2,
-      k3: this.macroK3,
+    // The fingerprint and levels must have been kept throughout (the memo stayed on).
+    if (!this.memoActive || this.macroKey === undefined) return
+    this.spans.set(this.macroHash, {
+      key: this.macroKey,
       events: this.macroEvents.slice(0, this.macroEventCount),
       nodes: this.netFlips(this.macroNodes, this.macroNodeCount, this.macroOrig, false),
-      pulls,
+      pulls: this.pinPulls,
       h1: this.h1,
       h2: this.h2,
       h3: this.h3
@@ -869,19 +585,11 @@ export class Chip {
     return out
   }
 
-  private macroStore(key: number, m: Macro): void {
-    if (this.macros.size >= MACRO_ENTRIES_MAX) {
-      this.macrosOld = this.macros
-      this.macros = new Map()
-    }
-    this.macros.set(key, m)
-  }
-
   /**
-   * Replays a macro if its reads hold and it fetches nothing at `stopPc`: returns the last fetch
+   * Replays a span if its reads hold and it fetches nothing at `stopPc`: returns the last fetch
    * row in it (or null), or undefined with memory untouched otherwise.
    */
-  private applyMacro(memory: Uint8Array, m: Macro, stopPc: number): { addr: number; opcode: number } | null | undefined {
+  private applyMacro(memory: Uint8Array, m: SpanRecord, stopPc: number): { addr: number; opcode: number } | null | undefined {
     const ev = m.events
     const undoAddr = this.undoAddr
     const undoByte = this.undoByte
@@ -911,15 +619,7 @@ export class Chip {
     }
     const last = lastAddr < 0 ? null : { addr: lastAddr, opcode: lastOpcode }
     this.toggleAll(m.nodes)
-    const p = this.tables.pins
-    for (let i = 0; i < 9; i++) {
-      const node = i === 0 ? p.clk0 : p.db[i - 1]!
-      const up = m.pulls[i * 2]!
-      const down = m.pulls[i * 2 + 1]!
-      this.pullup[node] = up
-      this.pulldown[node] = down
-      this.ns[2 * node + 1] = (this.ns[2 * node + 1]! & ~(DRV_PULLUP | DRV_PULLDOWN)) | (up ? DRV_PULLUP : 0) | (down ? DRV_PULLDOWN : 0)
-    }
+    this.setPinPulls(m.pulls)
     this.h1 = m.h1
     this.h2 = m.h2
     this.h3 = m.h3
@@ -927,18 +627,40 @@ export class Chip {
     return last
   }
 
-  /** Drives `pin` to `level` (pin >= 0), or the data bus with `byte`, and settles, via the memo. */
+  /** Sets the driven pins' pulls (and their drive words) from a packed word (see pinPulls). */
+  private setPinPulls(pulls: number): void {
+    const nodes = this.tables.drivenNodes
+    for (let slot = 0; slot < nodes.length; slot++) {
+      const node = nodes[slot]!
+      const up = (pulls >>> (2 * slot)) & 1
+      const down = (pulls >>> (2 * slot + 1)) & 1
+      this.pullup[node] = up
+      this.pulldown[node] = down
+      this.ns[2 * node + 1] = (this.ns[2 * node + 1]! & ~(DRV_PULLUP | DRV_PULLDOWN)) | (up ? DRV_PULLUP : 0) | (down ? DRV_PULLDOWN : 0)
+    }
+    this.pinPulls = pulls
+  }
+
+  /**
+   * Drives `pin` to `level` (pin >= 0), or the data bus with `byte`, and settles, via the memo:
+   * the settle's key is the state after the drive and the event (0: from the data bus, pin + 1:
+   * from that pin).
+   */
   private memoSettle(pin: number, level: number, byte: number): void {
+    if (pin >= 0) this.drive(pin, level)
+    else {
+      const db = this.tables.pins.db
+      for (let i = 0; i < 8; i++) this.drive(db[i]!, (byte >> i) & 1)
+    }
     if (!this.memoActive) {
-      if (this.memoEnabled && --this.memoCooldown <= 0) {
+      if (this.memoEnabled && --this.memoCooldown <= 0 && this.memoUsable()) {
         this.memoActive = true
         this.fingerprint()
         this.memoWindow = 0
         this.memoWindowHits = 0
         this.memoWindowRepeats = 0
       }
-      if (pin >= 0) this.setPin(pin, level)
-      else this.driveData(byte)
+      this.settleFrom(pin)
       return
     }
     if (++this.memoWindow >= MEMO_WINDOW) {
@@ -949,65 +671,52 @@ export class Chip {
       if (poor) {
         // Off from here: the fingerprint is no longer kept, so nothing below may be recorded.
         this.memoActive = false
+        this.macroRec = false
         this.memoCooldown = this.memoBackoff
         this.memoBackoff = Math.min(this.memoBackoff * 2, MEMO_BACKOFF_MAX)
-        if (pin >= 0) this.setPin(pin, level)
-        else this.driveData(byte)
+        this.settleFrom(pin)
         return
       }
       this.memoBackoff = MEMO_BACKOFF_MIN
     }
-    const t = this.tables
-    let k1 = this.h1
-    let k2 = this.h2
-    let k3 = this.h3
-    if (byte >= 0) {
-      k1 ^= t.zData[byte * 3]!
-      k2 ^= t.zData[byte * 3 + 1]!
-      k3 ^= t.zData[byte * 3 + 2]!
-    }
-    // A small-integer map key (30 bits); the entry checks 64 more.
-    const key = k1 & 0x3fffffff
-    let hit = this.memo.get(key)
-    if (hit === undefined) {
-      hit = this.memoOld.get(key)
-      if (hit !== undefined) this.memoStore(key, hit)
-    }
-    if (hit !== undefined && hit.k2 === k2 && hit.k3 === k3) {
+    const event = pin + 1
+    // A small-integer map key (30 bits); the record's full key decides.
+    const hash = (this.h1 ^ Math.imul(event + 1, 0x9e3779b1)) & 0x3fffffff
+    const hit = this.settles.find(hash, this.levels, this.pinPulls, event)
+    if (hit !== undefined) {
       this.memoHits++
       this.memoWindowHits++
-      this.replay(pin, level, byte, hit)
+      this.toggleAll(hit.nodes)
+      this.h1 = hit.h1
+      this.h2 = hit.h2
+      this.h3 = hit.h3
       return
     }
     this.memoMisses++
     // Recorded at first sight: a loop then replays from its second turn. The seen set only
     // tells the self-assessment whether misses are states coming round again.
-    if (this.seen.has(key)) this.memoWindowRepeats++
+    if (this.seen.has(hash)) this.memoWindowRepeats++
     else {
       if (this.seen.size >= MEMO_SEEN_MAX) this.seen.clear()
-      this.seen.add(key)
+      this.seen.add(hash)
     }
+    const key = makeKey(this.levels, this.pinPulls, event)
     this.startRecording()
-    if (pin >= 0) this.setPin(pin, level)
-    else this.driveData(byte)
-    const entry = this.stopRecording(k2, k3)
-    if (entry !== undefined) this.memoStore(key, entry)
+    this.settleFrom(pin)
+    this.recording = false
+    const nodes = this.netFlips(this.recNodes, this.recCount, this.recNodeWas, true)
+    this.settles.set(hash, { key, nodes, h1: this.h1, h2: this.h2, h3: this.h3 })
   }
 
-  private memoStore(key: number, e: MemoEntry): void {
-    if (this.memo.size >= MEMO_ENTRIES_MAX) {
-      this.memoOld = this.memo
-      this.memo = new Map()
+  /** Settles from `pin` (>= 0) or from the data bus (already driven). */
+  private settleFrom(pin: number): void {
+    if (pin >= 0) {
+      this.listA[0] = pin
+      this.settle(1)
+      return
     }
-    this.memo.set(key, e)
-  }
-
-  private driveData(byte: number): void {
     const db = this.tables.pins.db
-    for (let i = 0; i < 8; i++) {
-      this.drive(db[i]!, (byte >> i) & 1)
-      this.listA[i] = db[i]!
-    }
+    for (let i = 0; i < 8; i++) this.listA[i] = db[i]!
     this.settle(8)
   }
 
@@ -1015,56 +724,17 @@ export class Chip {
     this.recording = true
     if (++this.recGen > 0x3fffffff) {
       this.recStamp.fill(0)
-      this.recTransStamp.fill(0)
       this.recGen = 1
     }
     this.recCount = 0
-    this.recTrans.length = 0
-    this.recTransWas.length = 0
-  }
-
-  /** The recorded settle, or undefined when its transistor flips do not follow its node flips. */
-  private stopRecording(k2: number, k3: number): MemoEntry | undefined {
-    this.recording = false
-    const t = this.tables
-    const nodes = this.netFlips(this.recNodes, this.recCount, this.recNodeWas, true)
-    if (this.consistent) return { k2, k3, nodes, h1: this.h1, h2: this.h2, h3: this.h3 }
-    let gated = 0
-    for (const n of nodes) gated += t.gateStart[n + 1]! - t.gateStart[n]!
-    let flipped = 0
-    this.recTrans.forEach((tr, i) => {
-      if (this.transOn[tr] !== this.recTransWas[i]) flipped++
-    })
-    // The net flips must be exactly the transistors gated by the flipped nodes: as many, and
-    // each of those recorded as flipped.
-    if (flipped !== gated) return undefined
-    for (const n of nodes) {
-      for (let k = t.gateStart[n]!; k < t.gateStart[n + 1]!; k++) {
-        const tr = t.gateT[k]!
-        if (this.recTransStamp[tr] !== this.recGen || this.transOn[tr] === this.recTransOrig[tr]) return undefined
-      }
-    }
-    return { k2, k3, nodes, h1: this.h1, h2: this.h2, h3: this.h3 }
-  }
-
-  /** Applies a recorded settle: the drive, then the net flips; same end state as simulating. */
-  private replay(pin: number, level: number, byte: number, e: MemoEntry): void {
-    if (pin >= 0) this.drive(pin, level)
-    else {
-      const db = this.tables.pins.db
-      for (let i = 0; i < 8; i++) this.drive(db[i]!, (byte >> i) & 1)
-    }
-    this.toggleAll(e.nodes)
-    this.h1 = e.h1
-    this.h2 = e.h2
-    this.h3 = e.h3
   }
 
   /**
    * Settles from the first `count` nodes of listA (the event scheme of the module comment), none
    * of them a rail (dependant lists hold none; setPin and settleAll leave them out). Consistent
    * states settle in the WebAssembly kernel, which also notes each change for the memo
-   * (fingerprint, recorders) as asked: the counters involved go through its registers.
+   * (fingerprint, packed levels, recorders) as asked: the counters involved go through its
+   * registers.
    */
   private settle(count: number): void {
     if (!this.consistent) return this.settleGeneral(count)
@@ -1220,8 +890,8 @@ export class Chip {
 
   /**
    * Sets node n to nv in a state where transistors need not conduct as their gates say: switches
-   * those it gates that differ (keeping the node words, recorders and fingerprint) and queues
-   * their channel terminals for the next pass; returns the new queue length.
+   * those it gates that differ (keeping the node words) and queues their channel terminals for
+   * the next pass; returns the new queue length. The memo is off in such states (memoUsable).
    */
   private change(n: number, nv: number, next: Int32Array, nextCount: number, gen: number): number {
     const t = this.tables
@@ -1230,39 +900,12 @@ export class Chip {
     const gateStart = t.gateStart
     const tKind = t.tKind
     const tNode1 = t.tNode1
-    const zTrans = t.zTrans
     const ns = this.ns
-    const recording = this.recording
-    const hashing = this.memoActive
-    if (recording && this.recStamp[n] !== this.recGen) {
-      this.recStamp[n] = this.recGen
-      this.recNodes[this.recCount] = n
-      this.recNodeWas[this.recCount++] = nv ^ 1
-    }
-    if (this.macroRec && this.macroStamp[n] !== this.macroGen) {
-      this.macroStamp[n] = this.macroGen
-      this.macroOrig[n] = nv ^ 1
-      this.macroNodes[this.macroNodeCount++] = n
-    }
     this.value[n] = nv
-    let x1 = 0
-    let x2 = 0
-    let x3 = 0
     for (let k = gateStart[n]!, end = gateStart[n + 1]!; k < end; k++) {
       const tr = gateT[k]!
       if (transOn[tr] === nv) continue
-      if (recording && this.recTransStamp[tr] !== this.recGen) {
-        this.recTransStamp[tr] = this.recGen
-        this.recTrans.push(tr)
-        this.recTransWas.push(nv ^ 1)
-        this.recTransOrig[tr] = nv ^ 1
-      }
       transOn[tr] = nv
-      if (hashing) {
-        x1 ^= zTrans[tr * 3]!
-        x2 ^= zTrans[tr * 3 + 1]!
-        x3 ^= zTrans[tr * 3 + 2]!
-      }
       const kind = tKind[tr]!
       // The transistor's contacts flip with it: add when it turns on, subtract when it turns off.
       const sign = nv ? 1 : -1
@@ -1272,12 +915,6 @@ export class Chip {
         ns[2 * tNode1[tr]!]! += sign * t.tBit1[tr]!
         ns[2 * t.tNode2[tr]!]! += sign * t.tBit2[tr]!
       }
-    }
-    if (hashing) {
-      const z = t.zValue
-      this.h1 ^= x1 ^ z[n * 3]!
-      this.h2 ^= x2 ^ z[n * 3 + 1]!
-      this.h3 ^= x3 ^ z[n * 3 + 2]!
     }
     const dep = t.dep
     const listStamp = this.listStamp
@@ -1293,8 +930,8 @@ export class Chip {
 
   /**
    * Flips every node of `nodes` (distinct) and switches every transistor each gates, updating the
-   * node words from the static effect lists in the kernel (valid while the state is consistent,
-   * and for recorded replays): the net flips of a recorded settle or span.
+   * node words and packed levels in the kernel from the static effect lists (valid while the
+   * state is consistent, which the memo requires): the net flips of a recorded settle or span.
    */
   private toggleAll(nodes: Uint16Array): void {
     const value = this.value
@@ -1307,16 +944,7 @@ export class Chip {
         this.macroNodes[this.macroNodeCount++] = n
       }
     }
-    if (this.consistent) this.transStale = true
-    else {
-      const t = this.tables
-      const trans = this.trans
-      for (let i = 0; i < nodes.length; i++) {
-        const n = nodes[i]!
-        const nv = value[n]! ^ 1
-        for (let k = t.gateStart[n]!, end = t.gateStart[n + 1]!; k < end; k++) trans[t.gateT[k]!] = nv
-      }
-    }
+    this.transStale = true
     this.scratch.set(nodes)
     this.kernel.toggle(this.kernel.layout.scratch, nodes.length)
   }

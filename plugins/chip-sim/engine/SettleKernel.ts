@@ -84,6 +84,11 @@ export interface KernelLayout {
   readonly regs: number
   /** Per node, three words: its level's Zobrist keys XOR its gated transistors' (fingerprinting). */
   readonly zv: number
+  /**
+   * Node levels packed 32 to a word (bit n & 31 of word n >> 5): the memo's exact key. Kept by
+   * settleNoted under NOTE_HASH and by toggle; rebuilt by Chip when the memo switches on.
+   */
+  readonly vbits: number
   /** The settle recorder: per-node stamps, the nodes changed in order, their levels before. */
   readonly recStamp: number
   readonly recNodes: number
@@ -155,6 +160,7 @@ const layoutOf = (t: KernelTables): KernelLayout => {
   const scratch = take(4 * nn)
   const regs = take(64)
   const zv = take(12 * nn)
+  const vbits = take(4 * ((nn + 31) >> 5))
   const recStamp = take(4 * nn)
   const recNodes = take(4 * nn)
   const recNodeWas = take(nn)
@@ -170,7 +176,7 @@ const layoutOf = (t: KernelTables): KernelLayout => {
   const dep = take(4 * t.dep.length)
   return {
     value, ns, listA, listB, listStamp, groupStamp, group, stackNode, stackMask, scratch, regs,
-    zv, recStamp, recNodes, recNodeWas, macroStamp, macroOrig, macroNodes,
+    zv, vbits, recStamp, recNodes, recNodeWas, macroStamp, macroOrig, macroNodes,
     nnStart, nnOther, rankCode, effStart, eff, depStart, dep, pages: Math.ceil(at / 65536)
   }
 }
@@ -224,6 +230,11 @@ const source = (t: KernelTables, L: KernelLayout, maxPasses: number): string => 
     (local.set $recCount (i32.load offset=${reg(REG_REC_COUNT)} (i32.const 0)))
     (local.set $macroGen (i32.load offset=${reg(REG_MACRO_GEN)} (i32.const 0)))
     (local.set $macroCount (i32.load offset=${reg(REG_MACRO_COUNT)} (i32.const 0)))`
+  // flips node $n's bit in the packed levels (uses $x)
+  const flipBit = `
+    (local.set $x (i32.shl (i32.shr_u (local.get $n) (i32.const 5)) (i32.const 2)))
+    (i32.store offset=${L.vbits} (local.get $x)
+      (i32.xor (i32.load offset=${L.vbits} (local.get $x)) (i32.shl (i32.const 1) (local.get $n))))`
   const notes = `
                 (if (local.get $flags)
                   (then
@@ -232,7 +243,8 @@ const source = (t: KernelTables, L: KernelLayout, maxPasses: number): string => 
                         (local.set $x (i32.mul (local.get $n) (i32.const 12)))
                         (local.set $h1 (i32.xor (local.get $h1) (i32.load offset=${L.zv} (local.get $x))))
                         (local.set $h2 (i32.xor (local.get $h2) (i32.load offset=${L.zv + 4} (local.get $x))))
-                        (local.set $h3 (i32.xor (local.get $h3) (i32.load offset=${L.zv + 8} (local.get $x))))))
+                        (local.set $h3 (i32.xor (local.get $h3) (i32.load offset=${L.zv + 8} (local.get $x))))
+                        ${flipBit}))
                     (if (i32.and (local.get $flags) (i32.const ${NOTE_RECORD}))
                       (then
                         (if (i32.ne (i32.load offset=${L.recStamp} (i32.shl (local.get $n) (i32.const 2))) (local.get $recGen))
@@ -434,6 +446,7 @@ ${noting ? notes : ""}
         (local.set $n (i32.load (local.get $addr)))
         (local.set $nv (i32.xor (i32.load8_u offset=${L.value} (local.get $n)) (i32.const 1)))
         (i32.store8 offset=${L.value} (local.get $n) (local.get $nv))
+        ${flipBit}
         ${effects}
         (local.set $addr (i32.add (local.get $addr) (i32.const 4)))
         (local.set $count (i32.sub (local.get $count) (i32.const 1)))
