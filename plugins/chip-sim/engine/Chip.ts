@@ -664,7 +664,7 @@ export class Chip {
       return
     }
     if (++this.memoWindow >= MEMO_WINDOW) {
-      const poor = (this.memoWindowHits + this.memoWindowRepeats) * 4 < this.memoWindow
+      const poor = this.memoWindowHits * 2 < this.memoWindow
       this.memoWindow = 0
       this.memoWindowHits = 0
       this.memoWindowRepeats = 0
