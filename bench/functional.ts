@@ -92,3 +92,46 @@ export const advance = (sim: Simulator, start: StepResult, halfCycles: number, u
   }
   return r
 }
+
+/** One checkpoint of a differential run: the memo-off reference and each compared simulator's summary. */
+export interface DiffCheckpoint {
+  readonly reference: Checkpoint
+  readonly others: ReadonlyArray<Checkpoint>
+  /** Whether every other summary equals the reference, field for field. */
+  readonly equal: boolean
+}
+
+/**
+ * Runs the functional test on `reference` (memo off) and each of `others` side by side for
+ * `total` half-cycles, comparing at every `every` half-cycles (registers, buses, SHA-256 of all
+ * 64 KiB and of the state blobs); calls `onCheckpoint` with each comparison and stops at the
+ * first difference. Yields to the event loop between checkpoints (a long run keeps its process
+ * responsive). Resolves to the checkpoints.
+ */
+export const differential = async (
+  image: string,
+  reference: Simulator,
+  others: ReadonlyArray<Simulator>,
+  total: number,
+  every: number,
+  onCheckpoint: (c: DiffCheckpoint) => void = () => {}
+): Promise<Array<DiffCheckpoint>> => {
+  let ref = bootFunctional(reference, image)
+  let cmp = others.map((sim) => bootFunctional(sim, image))
+  const out: Array<DiffCheckpoint> = []
+  for (let done = 0; done < total; ) {
+    const n = Math.min(every, total - done)
+    ref = advance(reference, ref, n)
+    cmp = cmp.map((r, i) => advance(others[i]!, r, n))
+    done += n
+    const summary = checkpoint(ref)
+    const compared = cmp.map(checkpoint)
+    const equal = compared.every((o) => JSON.stringify(o) === JSON.stringify(summary))
+    const c = { reference: summary, others: compared, equal }
+    out.push(c)
+    onCheckpoint(c)
+    if (!equal) break
+    await new Promise((resolve) => setImmediate(resolve))
+  }
+  return out
+}

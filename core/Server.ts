@@ -91,6 +91,24 @@ const routeHandler = (route: Route) => {
   })
 }
 
+/**
+ * The methods served on a request path, from route paths in the router's syntax (`:name` one
+ * segment, `*` the rest): what a 405's `Allow` lists (RFC 9110, 15.5.6) when the path exists but
+ * not for the request's method. Sorted; empty when no route has the path.
+ */
+const methodsByPath = (routes: ReadonlyArray<{ readonly method: string; readonly path: string }>) => {
+  const patterns = routes.map(({ method, path }) => ({
+    method: method.toUpperCase(),
+    re: new RegExp(
+      `^${path
+        .split("/")
+        .map((seg) => (seg === "*" ? ".*" : seg.startsWith(":") ? "[^/]+" : seg.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")))
+        .join("/")}/?$`
+    )
+  }))
+  return (path: string): Array<string> => [...new Set(patterns.filter((p) => p.re.test(path)).map((p) => p.method))].sort()
+}
+
 /** Builds the `HttpApp` of one listener from its mounted routes (plus `/openapi.json`). */
 export const makeApp = (listener: string, routes: ReadonlyArray<MountedRoute>, info: { title: string; version: string }) => {
   const openapi = makeOpenApi(listener, routes, info)
@@ -100,10 +118,20 @@ export const makeApp = (listener: string, routes: ReadonlyArray<MountedRoute>, i
   for (const { route } of routes) {
     router = HttpRouter.route(route.method)(route.path as HttpRouter.PathInput, routeHandler(route))(router)
   }
+  const allowedMethods = methodsByPath([{ method: "GET", path: "/openapi.json" }, ...routes.map(({ route }) => route)])
   return router.pipe(
-    Effect.catchTag("RouteNotFound", (e) =>
-      Effect.succeed(HttpServerResponse.unsafeJson({ error: `no route for ${e.request.method} ${e.request.url.split("?")[0]}` }, { status: 404 }))
-    ),
+    Effect.catchTag("RouteNotFound", (e) => {
+      const path = e.request.url.split("?")[0]!
+      const allow = allowedMethods(path)
+      return Effect.succeed(
+        allow.length > 0
+          ? HttpServerResponse.unsafeJson(
+              { error: `method ${e.request.method} not allowed on ${path}; allowed: ${allow.join(", ")}` },
+              { status: 405, headers: { allow: allow.join(", ") } }
+            )
+          : HttpServerResponse.unsafeJson({ error: `no route for ${e.request.method} ${path}` }, { status: 404 })
+      )
+    }),
     Effect.catchAllCause((cause) =>
       Cause.isInterruptedOnly(cause)
         ? Effect.failCause(cause)

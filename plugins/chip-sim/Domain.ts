@@ -25,14 +25,17 @@ export const Rom = Schema.Struct({
   org: Schema.optionalWith(u16, { default: () => 0x0200 })
 }).annotations({ identifier: "Rom", description: "6502 assembly source and its load address" })
 
-/** Sparse 64 KiB memory: `fill` everywhere except the listed 256-byte pages. */
+/**
+ * Sparse 64 KiB memory: `fill` everywhere except the listed 256-byte pages. A page key that is
+ * not two hex digits (`"100"` is past the last page) is refused, not ignored.
+ */
 export const SparseMemory = Schema.Struct({
   fill: Schema.optionalWith(hexByte, { default: () => "00" }),
   pages: Schema.optionalWith(
     Schema.Record({
       key: Schema.String.pipe(Schema.pattern(/^[0-9a-fA-F]{2}$/, { message: () => "page keys are two hex digits, 00 to ff" })),
       value: Schema.String.pipe(Schema.pattern(/^[0-9a-fA-F]{512}$/, { message: () => "a page is exactly 512 hex characters (256 bytes)" }))
-    }),
+    }).annotations({ parseOptions: { onExcessProperty: "error" } }),
     { default: () => ({}) }
   )
 }).annotations({ identifier: "SparseMemory", description: "64 KiB memory: `fill` byte plus listed pages (key = page number in hex)" })
@@ -71,7 +74,12 @@ export const Pins = Schema.Struct({
   nmi: Schema.optional(pinLevel),
   rdy: Schema.optional(pinLevel),
   so: Schema.optional(pinLevel)
-}).annotations({ identifier: "Pins", description: "0 or 1 per pin; res, irq, nmi and so are active low" })
+}).annotations({
+  identifier: "Pins",
+  description: "0 or 1 per pin; res, irq, nmi and so are active low; any other name is refused (422)",
+  // an unknown pin name must not be dropped silently (the request would run without it)
+  parseOptions: { onExcessProperty: "error" }
+})
 
 /** Per-request limits (spec, Limits). */
 export const MAX_STEP = 200_000

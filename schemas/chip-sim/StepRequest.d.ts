@@ -78,7 +78,7 @@ pages?: {
 }
 }
 /**
- * 0 or 1 per pin; res, irq, nmi and so are active low
+ * 0 or 1 per pin; res, irq, nmi and so are active low; any other name is refused (422)
  */
 export interface Pins {
 res?: (0 | 1)

@@ -197,6 +197,8 @@ export class Chip {
   private macroOrig: Uint8Array
   private macroGen = 0
   private readonly memoEnabled: boolean
+  /** Whether the memo judges itself and switches off where it does not pay (see MEMO_WINDOW). */
+  private readonly memoAdaptive: boolean
   /**
    * Whether the fingerprint and packed levels are kept and the memo consulted; speed only, never
    * results. Only ever true while the state is consistent with standard pulls (memoUsable).
@@ -208,9 +210,13 @@ export class Chip {
   private memoCooldown = 0
   private memoBackoff = MEMO_BACKOFF_MIN
 
-  /** `memo: false` settles every half-cycle from scratch (tests compare the two). */
-  constructor(readonly tables: ChipTables, options: { memo?: boolean } = {}) {
+  /**
+   * `memo: false` settles every half-cycle from scratch; `"always"` keeps the memo on wherever it
+   * can be used, never judging whether it pays (tests and the differential run compare all three).
+   */
+  constructor(readonly tables: ChipTables, options: { memo?: boolean | "always" } = {}) {
     this.memoEnabled = options.memo !== false
+    this.memoAdaptive = options.memo !== "always"
     this.memoActive = this.memoEnabled
     const nn = tables.nodeCount
     // Levels, node words and settling scratch live in the kernel's memory (shared views).
@@ -663,7 +669,7 @@ export class Chip {
       this.settleFrom(pin)
       return
     }
-    if (++this.memoWindow >= MEMO_WINDOW) {
+    if (this.memoAdaptive && ++this.memoWindow >= MEMO_WINDOW) {
       const poor = this.memoWindowHits * 2 < this.memoWindow
       this.memoWindow = 0
       this.memoWindowHits = 0

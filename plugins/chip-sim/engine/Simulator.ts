@@ -3,7 +3,8 @@
  * /v1/boot, POST /v1/step, Meta). Framework-free and synchronous: every call decodes the
  * machine it is given, runs, and encodes the machine it returns; nothing of one request
  * survives into the next except the static netlist tables and the chip's half-cycle memo, a
- * cache keyed by whole-state fingerprints that changes speed, never results. Settling is the
+ * cache whose records are replayed only when their whole key equals the state (Memo.ts), which
+ * changes speed, never results. Settling is the
  * visual6502/perfect6502 event scheme (see Chip.ts), node for node.
  *
  * Conventions (shared/chip-sim/README.md, which the golden traces follow):
@@ -156,6 +157,8 @@ export interface Simulator {
   step(req: StepRequest): StepResult
   /** `/v1/nodes` body. */
   nodes(): NodeCatalog
+  /** Memo counters since construction: settles replayed and simulated, half-cycles carried by span replays. */
+  memoStats(): { hits: number; misses: number; spanHalfCycles: number }
 }
 
 const isInt = (v: unknown, lo: number, hi: number): v is number =>
@@ -200,8 +203,12 @@ class SimulatorImpl implements Simulator {
       )
     }
     this.tables = makeTables(netlist)
-    this.chip = new Chip(this.tables, { memo: options.memo !== false })
+    this.chip = new Chip(this.tables, { memo: options.memo ?? true })
     this.observer = new Observer(netlist)
+  }
+
+  memoStats(): { hits: number; misses: number; spanHalfCycles: number } {
+    return { hits: this.chip.memoHits, misses: this.chip.memoMisses, spanHalfCycles: this.chip.macroHalfCycles }
   }
 
   nodes(): NodeCatalog {
@@ -375,8 +382,11 @@ class SimulatorImpl implements Simulator {
 
 /** Engine options; the defaults are what the service runs. */
 export interface SimulatorOptions {
-  /** Replay recurring half-cycles from the memo (default true); false only for measurements. */
-  readonly memo?: boolean
+  /**
+   * Replay recurring half-cycles from the memo (default true: where it pays); false settles every
+   * half-cycle, "always" keeps the memo on even where it does not pay (measurements, tests).
+   */
+  readonly memo?: boolean | "always"
 }
 
 /**

@@ -124,6 +124,29 @@ describe("chip-sim in the kernel", () => {
     expect((await post("/v1/step", "{not json")).status).toBe(400)
   })
 
+  it("refuses unknown pins and pages past $FF with 422, a wrong method with 405 and Allow, all as {error, ...}", async () => {
+    const boot = await post("/v1/boot", {})
+    const machine = boot.body.machine
+    const pin = await post("/v1/step", { machine, half_cycles: 2, pins: { foo: 1 } })
+    expect(pin.status).toBe(422)
+    expect(JSON.stringify(pin.body.detail)).toMatch(/foo/)
+    const page = await post("/v1/boot", { memory: { pages: { "100": "00".repeat(256) } } })
+    expect(page.status).toBe(422)
+    expect(JSON.stringify(page.body.detail)).toMatch(/100/)
+    const wrong = await fetch(`${base}/v1/boot`)
+    expect(wrong.status).toBe(405)
+    expect(wrong.headers.get("allow")).toBe("POST")
+    const meta = await fetch(`${base}/v1/meta`, { method: "DELETE" })
+    expect(meta.status).toBe(405)
+    expect(meta.headers.get("allow")).toBe("GET")
+    const missing = await fetch(`${base}/v1/no-such-route`)
+    expect(missing.status).toBe(404)
+    // one shape for every error body on the listener: an `error` string, extras beside it
+    for (const body of [pin.body, page.body, await wrong.json(), await meta.json(), await missing.json()]) {
+      expect(typeof body.error).toBe("string")
+    }
+  })
+
   it("runs long steps on worker threads: the event loop keeps answering meanwhile", async () => {
     // A program whose states never repeat for long (a 16-bit counter), so the run is real work.
     const boot = await post("/v1/boot", { rom: { source: "loop: inc $10\n  bne loop\n  inc $11\n  jmp loop\n" } })
