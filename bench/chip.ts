@@ -10,11 +10,33 @@
  * `CHIP_BENCH_HALF_CYCLES` sets the long runs' length (default 2,000,000; the memo-off run is a
  * quarter of it); the netlist folder comes from `CHIP_SIM_NETLIST` (default
  * /work/shared/chip-sim/netlist). Run: `node --import tsx bench/chip.ts` or `npm run bench -- chip`.
+ *
+ * Then a real program that does not idle: the first `CHIP_BENCH_FUNCTIONAL_HALF_CYCLES` (default
+ * 20,000,000; 0 skips it) half-cycles of Klaus Dormann's functional test (bench/functional.ts),
+ * memo on and off, beside perfect6502's ~41,000 half-cycles/s on it.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { makeSimulator, MAX_STEP, type MachineJson, type Simulator } from "../plugins/chip-sim/engine/index.ts"
+import { advance, bootFunctional, functionalTestImage } from "./functional.ts"
+
+/** perfect6502 (C) on Klaus Dormann's functional test, measured on this machine kind (issue 21). */
+const PERFECT6502_FUNCTIONAL_HALF_CYCLES_PER_S = 41_000
+
+/**
+ * The first `total` half-cycles of the functional test from reset, in maximal steps as the
+ * service runs them: [wall half-cycles/s, CPU half-cycles/s, PC at the end].
+ */
+const functionalRun = (sim: Simulator, image: string, total: number): [number, number, string] => {
+  const start = bootFunctional(sim, image)
+  const t = performance.now()
+  const cpu0 = process.cpuUsage()
+  const end = advance(sim, start, total)
+  const ms = performance.now() - t
+  const cpu = process.cpuUsage(cpu0)
+  return [Math.round((total / ms) * 1000), Math.round((total / ((cpu.user + cpu.system) / 1000)) * 1000), end.observe.pc]
+}
 
 const NETLIST = process.env.CHIP_SIM_NETLIST ?? "/work/shared/chip-sim/netlist"
 const GOLDEN = process.env.CHIP_SIM_GOLDEN ?? "/work/shared/chip-sim/golden"
@@ -71,7 +93,24 @@ export async function benchChip(): Promise<Record<string, number>> {
   const [plainRate, plainCpuRate, plainAfter] = longRun(plain, irq, Math.max(MAX_STEP, Math.round(total / 4)))
   const stepPlain = timeStep(plain, plainAfter)
 
+  const functionalTotal = Number(process.env.CHIP_BENCH_FUNCTIONAL_HALF_CYCLES ?? 20_000_000)
+  const image = functionalTestImage()
+  let functional: Record<string, number> = {}
+  if (functionalTotal > 0 && image !== undefined) {
+    const [onRate, onCpu] = functionalRun(makeSimulator(NETLIST), image, functionalTotal)
+    const [offRate, offCpu] = functionalRun(makeSimulator(NETLIST, { memo: false }), image, functionalTotal)
+    functional = {
+      functional_half_cycles: functionalTotal,
+      functional_half_cycles_per_s: onRate,
+      functional_half_cycles_per_cpu_s: onCpu,
+      functional_nomemo_half_cycles_per_s: offRate,
+      functional_nomemo_half_cycles_per_cpu_s: offCpu,
+      functional_perfect6502_half_cycles_per_s: PERFECT6502_FUNCTIONAL_HALF_CYCLES_PER_S
+    }
+  }
+
   const figures = {
+    ...functional,
     load_ms: loadMs,
     boot_ms: bootMs,
     long_run_half_cycles: total,
@@ -91,6 +130,14 @@ export async function benchChip(): Promise<Record<string, number>> {
       `one 200,000-half-cycle step() incl. decode/encode: ${n(stepWarm)} ms warm, ${n(stepCold)} ms cold, ` +
       `${n(stepPlain)} ms memo off; netlist load ${loadMs} ms, boot ${bootMs} ms`
   )
+  if (functional.functional_half_cycles !== undefined) {
+    const f = functional
+    console.log(
+      `chip: functional test, first ${n(f.functional_half_cycles!)} half-cycles: memo on ${n(f.functional_half_cycles_per_s!)} half-cycles/s ` +
+        `(${n(f.functional_half_cycles_per_cpu_s!)} per CPU-second), memo off ${n(f.functional_nomemo_half_cycles_per_s!)} ` +
+        `(${n(f.functional_nomemo_half_cycles_per_cpu_s!)} per CPU-second); perfect6502 ~${n(PERFECT6502_FUNCTIONAL_HALF_CYCLES_PER_S)}`
+    )
+  }
   return figures
 }
 
