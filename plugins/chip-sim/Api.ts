@@ -1,6 +1,7 @@
 /**
  * HTTP routes of the chip-simulation service, under `/api`: healthz, meta, nodes, assemble,
- * boot and step (spec sections Endpoints, POST /v1/assemble, POST /v1/boot, POST /v1/step).
+ * boot and step (spec sections Endpoints, POST /v1/assemble, POST /v1/boot, POST /v1/step),
+ * the console contract and cartridge minting (GET /v1/console, POST /v1/cartridge).
  *
  * Errors: 422 for requests failing their Schema (both/neither of `half_cycles`/`until`, a
  * malformed state blob) and for assembly errors (`{error, line}`); 400 for an unknown watch
@@ -13,8 +14,11 @@ import { HttpError } from "../../core/HttpError.ts"
 import * as Route from "../../core/Route.ts"
 import { AssembleError } from "./assembler/AssembleError.ts"
 import { assemble, toAssembleResponse } from "./assembler/Assembler.ts"
+import { CartridgeLayoutError, mintCartridge } from "./console/Cartridge.ts"
+import { CONSOLE_DOCUMENT } from "./console/Console.ts"
+import { TileFormatError } from "./console/Tiles.ts"
 import {
-  AssembleErrorBody, AssembleResponse, BootRequest, Meta, Rom, StepRequest, StepResponse
+  AssembleErrorBody, AssembleResponse, BootRequest, CartridgeLayoutBody, CartridgeRequest, Meta, Rom, StepRequest, StepResponse
 } from "./Domain.ts"
 import type { ChipSimulator } from "./Simulation.ts"
 import type { SimulatorPool } from "./SimulatorPool.ts"
@@ -28,6 +32,8 @@ const engine = <A>(f: () => A | Promise<A>) =>
     try: async () => f(),
     catch: (e) => {
       if (e instanceof AssembleError) return new HttpError({ status: 422, body: { error: e.message, line: e.line } })
+      if (e instanceof CartridgeLayoutError) return new HttpError({ status: 422, body: { error: e.message, reason: e.reason, fix: e.fix } })
+      if (e instanceof TileFormatError) return HttpError.of(422, e.message)
       const err = e as Error & { status?: number }
       if (typeof err.status === "number" && err.status >= 400 && err.status < 500) return HttpError.of(err.status, err.message)
       return HttpError.of(500, `engine failure: ${err.message}`)
@@ -39,6 +45,15 @@ export const routes = (sim: ChipSimulator, pool: SimulatorPool): ReadonlyArray<R
   const nodes = sim.nodes()
   const nodesBody = JSON.stringify(nodes)
   const nodesEtag = `"${createHash("sha256").update(nodesBody).digest("hex").slice(0, 32)}"`
+  const consoleBody = JSON.stringify(CONSOLE_DOCUMENT)
+  const consoleEtag = `"${createHash("sha256").update(consoleBody).digest("hex").slice(0, 32)}"`
+  const cacheable = (etag: string, body: string) =>
+    ({ request }: { request: { headers: Record<string, string | undefined> } }) =>
+      Effect.succeed(
+        request.headers["if-none-match"] === etag
+          ? HttpServerResponse.empty({ status: 304, headers: { etag, "cache-control": "public, max-age=86400" } })
+          : HttpServerResponse.text(body, { contentType: "application/json", headers: { etag, "cache-control": "public, max-age=86400" } })
+      )
   return [
     Route.make({
       method: "GET",
@@ -113,6 +128,41 @@ export const routes = (sim: ChipSimulator, pool: SimulatorPool): ReadonlyArray<R
       },
       openapi: { "x-trace-rows-columns": TRACE_ROW_COLUMNS_DOC },
       handler: ({ body }) => engine(() => pool.step(body))
+    }),
+    Route.make({
+      method: "GET",
+      path: "/api/v1/console",
+      summary: "The console contract: memory map, tile format, palette, cartridge format version, smallest ROM that is a cartridge (static)",
+      tags: ["chip"],
+      responses: { 200: { description: "console contract", schema: Schema.Unknown } },
+      handler: cacheable(consoleEtag, consoleBody)
+    }),
+    Route.make({
+      method: "POST",
+      path: "/api/v1/cartridge",
+      summary: "Mint a cartridge: assemble, check the layout, run the frames on the chip, pack (gzip; ?format=json for the document)",
+      description:
+        "The verify report carries frames completed, half-cycles per frame, whether the screen changed and the tile indices on screen; " +
+        "a screen with one value everywhere is called out in notes. Gzip modification time is zero: the same request gives the same bytes.",
+      tags: ["chip"],
+      body: CartridgeRequest,
+      query: Schema.Struct({ format: Schema.optional(Schema.Literal("gzip", "json")) }),
+      responses: {
+        200: { description: "the cartridge (application/gzip), or its JSON document with ?format=json", contentType: "application/gzip" },
+        400: { description: "unknown watch name", schema: errorBody },
+        422: { description: "assembly failed, a layout the console contract refuses (reason and fix), bad tiles, or the body failed its schema", schema: CartridgeLayoutBody }
+      },
+      handler: ({ body, query }) =>
+        engine(() => mintCartridge(body, { boot: (r) => pool.boot(r as never), frames: (r) => pool.frames(r) })).pipe(
+          Effect.map((minted) =>
+            query.format === "json"
+              ? HttpServerResponse.unsafeJson(minted.document)
+              : HttpServerResponse.uint8Array(minted.gzip, {
+                  contentType: "application/gzip",
+                  headers: { "content-disposition": `attachment; filename="${(minted.document.meta.name || "cartridge").replace(/[^A-Za-z0-9._-]/g, "_")}.cart.gz"` }
+                })
+          )
+        )
     })
   ]
 }

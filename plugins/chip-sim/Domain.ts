@@ -198,3 +198,47 @@ export const Meta = Schema.Struct({
 
 /** `{error, line}` of a failed assembly (422). */
 export const AssembleErrorBody = Schema.Struct({ error: Schema.String, line: Schema.Int }).annotations({ identifier: "AssembleErrorBody" })
+
+const strict = { parseOptions: { onExcessProperty: "error" as const } }
+
+/** The `console` member of POST /v1/cartridge: contract addresses and the screen's geometry. */
+export const ConsoleFields = Schema.Struct({
+  tick: Schema.optional(u16).annotations({ description: "address the ROM raises when a frame is done (default $000D)" }),
+  input: Schema.optional(u16).annotations({ description: "address of the controller byte (default $0002)" }),
+  screen: Schema.optional(u16).annotations({ description: "first cell of the screen (default $0500)" }),
+  width: Schema.Int.pipe(Schema.between(1, 64)).annotations({ description: "screen width in cells (tiles)" }),
+  height: Schema.Int.pipe(Schema.between(1, 64)).annotations({ description: "screen height in cells (tiles)" }),
+  status: Schema.optional(u16).annotations({ description: "address the ROM raises when the game is over" }),
+  score: Schema.optional(u16),
+  entropy: Schema.optional(u16),
+  gate_mask: Schema.optional(Schema.Int.pipe(Schema.between(0, 255))),
+  frame_cost: Schema.optional(Schema.Int.pipe(Schema.between(1, MAX_STEP))).annotations({ description: "bound of one frame when verifying, in half-cycles (default 200000)" }),
+  dirs: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Int.pipe(Schema.between(0, 255)) })).annotations({ description: "controller bits by direction name" }),
+  watch: Schema.optional(watch)
+}).annotations({ identifier: "ConsoleFields", ...strict })
+
+/** Tile art: exactly one of `pixels` (tiles of eight rows of eight `0`-`3`) or `chr` (hex). */
+export const TilesInput = Schema.Struct({
+  pixels: Schema.optional(Schema.Array(Schema.Array(Schema.String))),
+  chr: Schema.optional(Schema.String)
+}).pipe(
+  Schema.filter((t) => (t.pixels === undefined) !== (t.chr === undefined) || { path: ["pixels"], message: "give exactly one of pixels or chr" })
+).annotations({ identifier: "TilesInput", ...strict })
+
+/** POST /v1/cartridge request. */
+export const CartridgeRequest = Schema.Struct({
+  rom: Rom,
+  console: ConsoleFields,
+  tiles: TilesInput,
+  meta: Schema.optional(Schema.Struct({
+    name: Schema.optional(Schema.String.pipe(Schema.maxLength(80))),
+    author: Schema.optional(Schema.String.pipe(Schema.maxLength(80))),
+    blurb: Schema.optional(Schema.String.pipe(Schema.maxLength(280)))
+  }).annotations(strict)),
+  frames: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 60)), { default: () => 3 }).annotations({ description: "frames to run when verifying; 0 skips verification" }),
+  input: Schema.optional(Schema.Int.pipe(Schema.between(0, 255))).annotations({ description: "controller byte held while verifying (default 0)" })
+}).annotations({ identifier: "CartridgeRequest", ...strict })
+export type CartridgeRequest = typeof CartridgeRequest.Type
+
+/** A refused cartridge layout: the reason and what to do. */
+export const CartridgeLayoutBody = Schema.Struct({ error: Schema.String, reason: Schema.String, fix: Schema.String }).annotations({ identifier: "CartridgeLayoutBody" })

@@ -8,7 +8,7 @@ import { assemble } from "./assembler/Assembler.ts"
 import type { BootRequest, StepRequest } from "./Domain.ts"
 import { decodeMemory, memoryFill } from "./engine/Memory.ts"
 import { TRACE_ROWS_STATEMENT } from "./engine/Observe.ts"
-import { makeSimulator, type NodeCatalog, type Simulator, type StepResult } from "./engine/index.ts"
+import { makeSimulator, type FramesRequest, type FramesResult, type NodeCatalog, type Simulator, type StepResult } from "./engine/index.ts"
 import type { ListingLine } from "./assembler/Assembler.ts"
 
 /** OpenAPI description of `trace_rows` columns. */
@@ -22,6 +22,8 @@ export interface ChipSimulator {
   boot(req: BootRequest): StepResult & { listing?: ReadonlyArray<ListingLine> }
   /** @throws EngineStateError / UnknownWatchNode (400), StepRequestError (422) */
   step(req: StepRequest): StepResult
+  /** Console frames (engine `frames`). @throws EngineStateError (400), StepRequestError (422) */
+  frames(req: FramesRequest): FramesResult
 }
 
 /** Loads the netlist from `netlistDir` and builds the service. @throws NetlistMissing, NetlistInvalid */
@@ -53,6 +55,7 @@ export const makeChipSimulator = (netlistDir: string): ChipSimulator => {
         trace: req.trace,
         format: req.format
       })
-    }
+    },
+    frames: (req) => sim.frames(req)
   }
 }

@@ -11,14 +11,14 @@ import * as os from "node:os"
 import { Worker } from "node:worker_threads"
 import { AssembleError } from "./assembler/AssembleError.ts"
 import type { BootRequest, StepRequest } from "./Domain.ts"
-import type { StepResult } from "./engine/index.ts"
+import type { FramesRequest, FramesResult, StepResult } from "./engine/index.ts"
 import type { ChipSimulator } from "./Simulation.ts"
 
 interface Pending {
   readonly id: number
-  readonly op: "boot" | "step"
+  readonly op: "boot" | "step" | "frames"
   readonly req: unknown
-  readonly resolve: (r: StepResult) => void
+  readonly resolve: (r: never) => void // the result of its op (StepResult or FramesResult)
   readonly reject: (e: Error) => void
 }
 
@@ -43,6 +43,8 @@ const rebuild = (e: WorkerError): Error => {
 export interface SimulatorPool {
   boot(req: BootRequest): Promise<StepResult>
   step(req: StepRequest): Promise<StepResult>
+  /** Console frames on a worker (see engine `frames`). */
+  frames(req: FramesRequest): Promise<FramesResult>
   close(): Promise<void>
 }
 
@@ -58,6 +60,7 @@ export const makeSimulatorPool = async (netlistDir: string, size: number, local:
     return {
       boot: async (req) => local.boot(req),
       step: async (req) => local.step(req),
+      frames: async (req) => local.frames(req),
       close: async () => {}
     }
   }
@@ -90,7 +93,7 @@ export const makeSimulatorPool = async (netlistDir: string, size: number, local:
           inflight.delete(w)
           idle.push(w)
           if (p && p.id === msg.id) {
-            if (msg.ok) p.resolve(msg.result!)
+            if (msg.ok) p.resolve(msg.result as never)
             else p.reject(rebuild(msg.error!))
           }
           dispatch()
@@ -108,15 +111,16 @@ export const makeSimulatorPool = async (netlistDir: string, size: number, local:
 
   const workers = await Promise.all(Array.from({ length: size }, start))
   idle.push(...workers)
-  const run = (op: "boot" | "step", req: unknown) =>
-    new Promise<StepResult>((resolve, reject) => {
+  const run = <R>(op: Pending["op"], req: unknown) =>
+    new Promise<R>((resolve, reject) => {
       if (closed) return reject(new Error("simulator pool is closed"))
-      queue.push({ id: nextId++, op, req, resolve, reject })
+      queue.push({ id: nextId++, op, req, resolve: resolve as (r: never) => void, reject })
       dispatch()
     })
   return {
-    boot: (req) => run("boot", req),
-    step: (req) => run("step", req),
+    boot: (req) => run<StepResult>("boot", req),
+    step: (req) => run<StepResult>("step", req),
+    frames: (req) => run<FramesResult>("frames", req),
     close: async () => {
       closed = true
       for (const p of queue.splice(0)) p.reject(new Error("simulator pool is closed"))

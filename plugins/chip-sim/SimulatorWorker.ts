@@ -1,6 +1,6 @@
 /**
  * Worker-thread side of the simulator pool: loads the netlist once, then answers
- * `{id, op: "boot" | "step", req}` messages with `{id, ok: true, result}` or
+ * `{id, op: "boot" | "step" | "frames", req}` messages with `{id, ok: true, result}` or
  * `{id, ok: false, error: {name, message, status?, line?}}`. See `SimulatorPool.ts`.
  */
 import { parentPort, workerData } from "node:worker_threads"
@@ -8,9 +8,9 @@ import { makeChipSimulator } from "./Simulation.ts"
 
 const sim = makeChipSimulator((workerData as { netlistDir: string }).netlistDir)
 
-parentPort!.on("message", (msg: { id: number; op: "boot" | "step"; req: never }) => {
+parentPort!.on("message", (msg: { id: number; op: "boot" | "step" | "frames"; req: never }) => {
   try {
-    const result = msg.op === "boot" ? sim.boot(msg.req) : sim.step(msg.req)
+    const result = msg.op === "boot" ? sim.boot(msg.req) : msg.op === "frames" ? sim.frames(msg.req) : sim.step(msg.req)
     parentPort!.postMessage({ id: msg.id, ok: true, result })
   } catch (e) {
     const err = e as Error & { status?: number; line?: number }

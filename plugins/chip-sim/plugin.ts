@@ -56,7 +56,8 @@ export default definePlugin({
     StepResponse: Domain.StepResponse,
     Observation: Domain.Observation,
     AssembleResponse: Domain.AssembleResponse,
-    Meta: Domain.Meta
+    Meta: Domain.Meta,
+    CartridgeRequest: Domain.CartridgeRequest
   },
   setup: (ctx) =>
     Effect.gen(function* () {

@@ -144,6 +144,46 @@ export interface StepRequest {
   format?: "objects" | "rows"
 }
 
+/**
+ * Frames of the console's frame protocol (spec: "Frame protocol for cartridges"): before each
+ * frame the host clears `tick` and writes the held `input` byte; the chip runs until the ROM
+ * raises `tick` (a non-zero byte there after a half-cycle), at most `maxHalfCycles` per frame.
+ */
+export interface FramesRequest {
+  machine: MachineJson
+  frames: number
+  /** Addresses of the contract bytes (0..65535). */
+  tick: number
+  input: number
+  /** The controller byte held during every frame (0..255). */
+  inputByte: number
+  /** Bound of one frame, in half-cycles (1..MAX_STEP). */
+  maxHalfCycles: number
+  /** The screen region returned after each frame: `length` bytes from `addr`. */
+  screen: { addr: number; length: number }
+  /** Addresses whose bytes are returned after the last frame (`read`). */
+  read?: ReadonlyArray<number>
+  watch?: ReadonlyArray<string>
+}
+
+/** One frame: whether the ROM raised `tick` within the bound, the half-cycles it took, the screen after it (hex). */
+export interface FrameResult {
+  completed: boolean
+  half_cycles: number
+  screen: string
+}
+
+/** What `frames` returns: the machine after the last frame run, its observation, each frame. */
+export interface FramesResult {
+  machine: StepResult["machine"]
+  observe: Observation
+  /** The screen before the first frame (hex), then one entry per frame run (stops after a frame that did not complete). */
+  screen_before: string
+  frames: Array<FrameResult>
+  /** The byte at each requested `read` address after the last frame run, keyed by address. */
+  read: Record<number, number>
+}
+
 /** The engine for one netlist. Reuse across requests; calls must not interleave (synchronous). */
 export interface Simulator {
   readonly netlist: Netlist
@@ -155,6 +195,11 @@ export interface Simulator {
    * UnknownWatchNode (400), StepRequestError / StepLimitExceeded (422).
    */
   step(req: StepRequest): StepResult
+  /**
+   * Runs frames of the console protocol (see FramesRequest); stops after the first frame whose
+   * ROM does not raise `tick` within the bound. @throws EngineStateError (400), StepRequestError (422)
+   */
+  frames(req: FramesRequest): FramesResult
   /** `/v1/nodes` body. */
   nodes(): NodeCatalog
   /** Memo counters since construction: settles replayed and simulated, half-cycles carried by span replays. */
@@ -327,6 +372,55 @@ class SimulatorImpl implements Simulator {
     if (run.trace !== undefined) result.trace = run.trace
     if (run.rows !== undefined) result.trace_rows = { columns: [...TRACE_COLUMNS, ...watch.map((w) => w.name)], rows: run.rows }
     return result
+  }
+
+  frames(req: FramesRequest): FramesResult {
+    if (!isInt(req.frames, 0, 1000)) throw new StepRequestError("frames: expected an integer 0..1000")
+    for (const [name, v] of [["tick", req.tick], ["input", req.input], ["screen.addr", req.screen.addr]] as const) {
+      if (!isInt(v, 0, 0xffff)) throw new StepRequestError(`${name}: expected an address 0..65535`)
+    }
+    if (!isInt(req.inputByte, 0, 255)) throw new StepRequestError("input byte: expected 0..255")
+    if (!isInt(req.maxHalfCycles, 1, MAX_STEP)) throw new StepLimitExceeded(req.maxHalfCycles, MAX_STEP, false)
+    if (!isInt(req.screen.length, 0, 0x10000 - req.screen.addr)) throw new StepRequestError("screen: the region runs past $FFFF")
+    for (const a of req.read ?? []) if (!isInt(a, 0, 0xffff)) throw new StepRequestError("read: expected addresses 0..65535")
+    const watch = resolveWatch(this.netlist, req.watch)
+    if (typeof req.machine !== "object" || req.machine === null) throw new EngineStateError("machine: not an object")
+    const st = decodeState(req.machine.state)
+    const mem = decodeMemory(req.machine.memory)
+    const fill = memoryFill(req.machine.memory)
+    const c = this.chip
+    c.load(st)
+    const screen = () => Buffer.from(mem.subarray(req.screen.addr, req.screen.addr + req.screen.length)).toString("hex")
+    const pins = this.tables.pins
+    let halfCycle = st.halfCycle
+    let lastFetch = st.lastFetch
+    const screenBefore = screen()
+    const frames: Array<FrameResult> = []
+    for (let f = 0; f < req.frames; f++) {
+      mem[req.tick] = 0
+      mem[req.input] = req.inputByte
+      let n = 0
+      // One half-cycle at a time: the frame ends exactly where the ROM's write of tick lands.
+      while (n < req.maxHalfCycles && mem[req.tick] === 0) {
+        c.halfStep(mem)
+        n++
+        if (c.value[pins.sync] === 1 && c.value[pins.clk0] === 0) {
+          const addr = c.readBits(pins.ab)
+          lastFetch = { addr, opcode: mem[addr]! }
+        }
+      }
+      halfCycle += n
+      const completed = mem[req.tick] !== 0
+      frames.push({ completed, half_cycles: n, screen: screen() })
+      if (!completed) break
+    }
+    return {
+      machine: { state: this.encodeState(halfCycle, lastFetch), memory: encodeMemory(mem, fill) },
+      observe: this.observer.observe(c.value, halfCycle, watch),
+      screen_before: screenBefore,
+      frames,
+      read: Object.fromEntries((req.read ?? []).map((a) => [a, mem[a]!]))
+    }
   }
 
   private run(

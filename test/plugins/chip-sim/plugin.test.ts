@@ -1,7 +1,9 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { gunzipSync } from "node:zlib"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ROOT, startPlatform, type RunningPlatform } from "../../../core/Kernel.ts"
+import { EXAMPLES } from "../../../plugins/chip-sim/console/Examples.ts"
 
 process.env.PLATFORM_LOG_LEVEL ??= "error"
 
@@ -145,6 +147,36 @@ describe("chip-sim in the kernel", () => {
     for (const body of [pin.body, page.body, await wrong.json(), await meta.json(), await missing.json()]) {
       expect(typeof body.error).toBe("string")
     }
+  })
+
+  it("serves the console contract (cacheable) and mints cartridges on the workers: gzip, ?format=json, 422 with reason and fix", async () => {
+    const consoleRes = await fetch(`${base}/v1/console`)
+    expect(consoleRes.status).toBe(200)
+    expect(consoleRes.headers.get("cache-control")).toBe("public, max-age=86400")
+    const doc: any = await consoleRes.json()
+    expect(doc.contract.tick.address).toBe("$000D")
+    expect(doc.palette.map((p: any) => p.hex)).toEqual(["#0B1120", "#3E93A6", "#E0A24B", "#4FBFD4"])
+    expect((await fetch(`${base}/v1/console`, { headers: { "if-none-match": consoleRes.headers.get("etag")! } })).status).toBe(304)
+    const request = { ...EXAMPLES[1]!.request }
+    const gz = await fetch(`${base}/v1/cartridge`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(request) })
+    expect(gz.status).toBe(200)
+    expect(gz.headers.get("content-type")).toMatch(/application\/gzip/)
+    const bytes = Buffer.from(await gz.arrayBuffer())
+    const cart = JSON.parse(gunzipSync(bytes).toString("utf8"))
+    expect(cart.verify.frames_completed).toBe(request.frames)
+    expect(cart.verify.screen_changed).toBe(true)
+    const again = Buffer.from(await (await fetch(`${base}/v1/cartridge`, { method: "POST", body: JSON.stringify(request) })).arrayBuffer())
+    expect(again.equals(bytes)).toBe(true)
+    const json = await post("/v1/cartridge?format=json", request)
+    expect(json.status).toBe(200)
+    expect(json.body).toEqual(cart)
+    const layout = await post("/v1/cartridge", { ...request, console: { ...request.console, screen: 0x0200 } })
+    expect(layout.status).toBe(422)
+    expect(layout.body.reason).toMatch(/overlaps its own screen/)
+    expect(layout.body.fix).toMatch(/console.screen/)
+    expect((await post("/v1/cartridge", { ...request, tiles: {} })).status).toBe(422)
+    expect((await post("/v1/cartridge", { ...request, tiles: { pixels: [["0"]] } })).status).toBe(422)
+    expect((await post("/v1/cartridge", { ...request, rom: { source: "  bogus\n" } })).body.line).toBe(1)
   })
 
   it("runs long steps on worker threads: the event loop keeps answering meanwhile", async () => {
