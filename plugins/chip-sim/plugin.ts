@@ -13,6 +13,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { definePlugin, PluginUnavailable } from "../../core/Plugin.ts"
 import { routes } from "./Api.ts"
+import { mcpTools } from "./Mcp.ts"
 import { NETLIST_FILES } from "./engine/Netlist.ts"
 import * as Domain from "./Domain.ts"
 import { makeChipSimulator } from "./Simulation.ts"
@@ -85,6 +86,6 @@ export default definePlugin({
         (p) => Effect.promise(() => p.close())
       )
       yield* Effect.logInfo(`chip-sim: netlist loaded from ${dir}; ${size} simulator worker thread(s)`)
-      return { routes: routes(sim, pool), status: () => ({ netlist_dir: dir, workers: size }) }
+      return { routes: routes(sim, pool), mcpTools: mcpTools(pool), status: () => ({ netlist_dir: dir, workers: size }) }
     })
 })

@@ -4,6 +4,8 @@ import { gunzipSync } from "node:zlib"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ROOT, startPlatform, type RunningPlatform } from "../../../core/Kernel.ts"
 import { EXAMPLES } from "../../../plugins/chip-sim/console/Examples.ts"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 
 process.env.PLATFORM_LOG_LEVEL ??= "error"
 
@@ -177,6 +179,45 @@ describe("chip-sim in the kernel", () => {
     expect((await post("/v1/cartridge", { ...request, tiles: {} })).status).toBe(422)
     expect((await post("/v1/cartridge", { ...request, tiles: { pixels: [["0"]] } })).status).toBe(422)
     expect((await post("/v1/cartridge", { ...request, rom: { source: "  bogus\n" } })).body.line).toBe(1)
+  })
+
+  it("serves its MCP tools to the official SDK client: console_spec, assemble, run (steps, until_pc, frames), mint_cartridge; refusals as isError", async () => {
+    const client = new Client({ name: "chip-sim-test", version: "1.0.0" })
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp`)))
+    try {
+      const tools = (await client.listTools()).tools.map((t) => t.name).sort()
+      expect(tools).toEqual(["assemble", "console_spec", "mint_cartridge", "run"])
+      const textOf = (r: any) => r.content[0].text as string
+      const spec = await client.callTool({ name: "console_spec", arguments: {} })
+      expect(JSON.parse(textOf(spec)).contract.tick.address).toBe("$000D")
+      const asm = await client.callTool({ name: "assemble", arguments: { source: "  lda #$42\n  tax\n", org: "$0300" } })
+      expect(JSON.parse(textOf(asm))).toMatchObject({ org: 0x300, bytes: "a942aa" })
+      const bad = await client.callTool({ name: "assemble", arguments: { source: "  lda #$42\n  bogus\n" } })
+      expect(bad.isError).toBe(true)
+      expect(textOf(bad)).toMatch(/line 2/)
+      const stepped = await client.callTool({ name: "run", arguments: { source: "  lda #$42\n  sta $10\nloop: jmp loop\n", until_pc: "0204", read: ["$0010"], watch: ["cclk"] } })
+      const s1 = JSON.parse(textOf(stepped))
+      expect(s1).toMatchObject({ completed: true, observe: { pc: "0204", a: "42" }, read: { $0010: "42" } })
+      expect(s1.observe.cclk).toBeTypeOf("number")
+      const sprite = EXAMPLES.find((e) => e.name === "sprite")!.request
+      const framed = await client.callTool({ name: "run", arguments: { source: sprite.rom.source, frames: 2, input: 1, screen: { width: 16, height: 8 } } })
+      const f = JSON.parse(textOf(framed))
+      expect(f.frames).toHaveLength(2)
+      expect(f.screen).toHaveLength(16 * 8 * 2)
+      expect(f.screen.slice(2 * 2, 2 * 2 + 2)).toBe("02") // the ball at (2, 0) after two frames moving right
+      const both = await client.callTool({ name: "run", arguments: { source: "nop\n", half_cycles: 4, frames: 1 } })
+      expect(both.isError).toBe(true)
+      expect(textOf(both)).toMatch(/exactly one of half_cycles, until_pc, frames/)
+      const minted = await client.callTool({ name: "mint_cartridge", arguments: EXAMPLES[0]!.request as never })
+      const m = JSON.parse(textOf(minted))
+      expect(JSON.parse(gunzipSync(Buffer.from(m.cartridge_base64, "base64")).toString("utf8")).verify.frames_completed).toBe(EXAMPLES[0]!.request.frames)
+      const refused = await client.callTool({ name: "mint_cartridge", arguments: { ...EXAMPLES[0]!.request, console: { width: 4, height: 1, screen: 0x0200 } } as never })
+      expect(refused.isError).toBe(true)
+      expect(textOf(refused)).toMatch(/overlaps its own screen/)
+    } finally {
+      await client.close()
+    }
+    expect((await fetch(`${base}/mcp`)).status).toBe(405)
   })
 
   it("runs long steps on worker threads: the event loop keeps answering meanwhile", async () => {
