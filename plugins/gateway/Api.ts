@@ -8,7 +8,7 @@ import { Effect, Schema } from "effect"
 import type { HttpError } from "../../core/HttpError.ts"
 import * as Route from "../../core/Route.ts"
 import type { Gateway } from "./Gateway.ts"
-import { ChatRequest, HTTPValidationError, OpenAIErrorBody } from "./OpenAI.ts"
+import { ChatRequest, errorBody, HTTPValidationError, openAIError, OpenAIErrorBody } from "./OpenAI.ts"
 
 const respond = (e: HttpError): HttpServerResponse.HttpServerResponse =>
   HttpServerResponse.unsafeJson(e.body, { status: e.status, headers: e.headers ?? {} })
@@ -28,6 +28,62 @@ const issuesPerField = (issues: ReadonlyArray<Route.ValidationIssue>): ReadonlyA
   }
   return [...byLoc.values()]
 }
+
+/** `messages[0].role` for `["body", "messages", 0, "role"]`: OpenAI's way of naming a field. */
+const paramOf = (loc: ReadonlyArray<string | number>): string | null => {
+  const path = loc[0] === "body" ? loc.slice(1) : loc
+  if (path.length === 0) return null
+  return path.map((p, i) => (typeof p === "number" ? `[${p}]` : i === 0 ? p : `.${p}`)).join("")
+}
+
+/**
+ * The 422 body: the spec's HTTPValidationError `detail`, and beside it OpenAI's `error` object
+ * whose message names the first failing field (what OpenAI clients show; without it the SDKs
+ * report "422 status code (no body)").
+ */
+const validationError = (detail: ReadonlyArray<Route.ValidationIssue>) => {
+  const first = detail[0]
+  const param = first ? paramOf(first.loc) : null
+  const message = !first ? "The request body failed validation."
+    : first.type === "json_invalid" ? `The body is not valid JSON: ${first.msg}`
+    : `Invalid value for \`${param ?? "body"}\`: ${first.msg}`
+  const code = first?.type === "missing" ? "missing_required_parameter" : first?.type === "json_invalid" ? "invalid_json" : "invalid_value"
+  return { detail, ...errorBody(message, "invalid_request_error", code, param) }
+}
+
+/** The paths this plugin serves under `/v1`, with their methods: what a 405 lists in `Allow`. */
+const V1_METHODS: ReadonlyArray<readonly [RegExp, string]> = [
+  [/^\/v1\/chat\/completions\/?$/, "POST"],
+  [/^\/v1\/models\/?$/, "GET"],
+  [/^\/v1\/models\/[^/]+\/?$/, "GET"]
+]
+
+/**
+ * Anything else under `/v1`: 405 (with `Allow`) for a known path and the wrong method, 404
+ * otherwise, both in OpenAI's error shape (the kernel's own 404 body is a bare string).
+ */
+const unmatched = (gateway: Gateway) => (method: Route.Method) =>
+  Route.make({
+    method,
+    path: "/v1/*",
+    summary: "Unknown paths and methods under /v1 (OpenAI error body)",
+    tags: ["gateway"],
+    security: ["bearer"],
+    responses: {
+      ...errors,
+      404: { description: "no such path (`unknown_url`)", schema: OpenAIErrorBody },
+      405: { description: "the path exists with another method (`Allow` lists it)", schema: OpenAIErrorBody }
+    },
+    handler: ({ request }) => {
+      const denied = gateway.unauthorized(request)
+      if (denied) return Effect.fail(denied)
+      const path = request.url.split("?")[0]!
+      const allowed = V1_METHODS.find(([re]) => re.test(path))?.[1]
+      return Effect.fail(allowed
+        ? openAIError(405, `Method ${method} is not allowed on ${path}; use ${allowed}.`, { code: "method_not_allowed", headers: { allow: allowed } })
+        : openAIError(404, `Unknown request URL: ${method} ${path}.`, { code: "unknown_url" }))
+    }
+  })
 
 /**
  * Resolves when the Node response behind `request` has closed: fully written, or the connection
@@ -86,7 +142,7 @@ export const routes = (gateway: Gateway): ReadonlyArray<Route.Route> => [
       const detail = invalid.location === "json"
         ? [{ loc: ["body"], msg: `JSON decode error: ${invalid.message}`, type: "json_invalid" }]
         : issuesPerField(invalid.issues)
-      return HttpServerResponse.unsafeJson({ detail }, { status: 422 })
+      return HttpServerResponse.unsafeJson(validationError(detail), { status: 422 })
     },
     fast: (req) => gateway.fastBusyRefusal(req),
     handler: ({ body, request }) => {
@@ -106,6 +162,27 @@ export const routes = (gateway: Gateway): ReadonlyArray<Route.Route> => [
     handler: ({ request }) => {
       const denied = gateway.unauthorized(request)
       return denied ? Effect.fail(denied) : Effect.succeed(gateway.models())
+    }
+  }),
+  Route.make({
+    method: "GET",
+    path: "/v1/models/:model",
+    summary: "Retrieve one model (engine)",
+    tags: ["gateway"],
+    security: ["bearer"],
+    params: Schema.Struct({ model: Schema.String }),
+    responses: {
+      200: { description: "the OpenAI model object, with `available`, `streaming`, `default`", schema: FreeForm },
+      ...errors,
+      404: { description: "unknown model id (`model_not_found`)", schema: OpenAIErrorBody }
+    },
+    handler: ({ params, request }) => {
+      const denied = gateway.unauthorized(request)
+      if (denied) return Effect.fail(denied)
+      const model = gateway.model(params.model)
+      return model
+        ? Effect.succeed(model)
+        : Effect.fail(openAIError(404, `The model \`${params.model}\` does not exist.`, { code: "model_not_found", param: "model" }))
     }
   }),
   Route.make({
@@ -145,5 +222,6 @@ export const routes = (gateway: Gateway): ReadonlyArray<Route.Route> => [
         ? Effect.fail(denied)
         : Effect.sync(() => HttpServerResponse.text(gateway.renderMetrics(), { contentType: "text/plain; version=0.0.4; charset=utf-8" }))
     }
-  })
+  }),
+  ...(["GET", "POST", "PUT", "PATCH", "DELETE"] as const).map(unmatched(gateway))
 ]
