@@ -324,7 +324,7 @@ export class LlamaCppEngine implements Engine {
         // OpenAI's defaults (temperature 1, top_p 1), not node-llama-cpp's greedy default.
         temperature: req.temperature ?? 1,
         topP: req.top_p ?? 1,
-        ...(req.top_k != null ? { topK: req.top_k } : {}),
+        ...(req.top_k != null ? { topK: Math.max(0, req.top_k) } : {}),
         ...(req.min_p != null ? { minP: req.min_p } : {}),
         // Each choice its own draw: a seeded request stays reproducible, choice by choice.
         ...(req.seed != null ? { seed: req.seed + index } : {}),

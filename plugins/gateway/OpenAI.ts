@@ -41,7 +41,8 @@ export const ChatRequest = Schema.Struct({
   logprobs: nullable(Schema.Boolean),
   top_logprobs: nullable(Schema.Int.pipe(Schema.between(0, 20))),
   // llama.cpp server extensions, honoured by llama-cpp engines.
-  top_k: nullable(Schema.Int.pipe(Schema.greaterThanOrEqualTo(0))),
+  // -1 (vLLM's spelling of "off") and 0 both disable it.
+  top_k: nullable(Schema.Int.pipe(Schema.greaterThanOrEqualTo(-1))),
   min_p: nullable(Schema.Number.pipe(Schema.between(0, 1))),
   response_format: nullable(Schema.Struct({
     type: Schema.Literal("text", "json_object", "json_schema"),
