@@ -62,10 +62,10 @@ const V1_METHODS: ReadonlyArray<readonly [RegExp, string]> = [
  * Anything else under `/v1`: 405 (with `Allow`) for a known path and the wrong method, 404
  * otherwise, both in OpenAI's error shape (the kernel's own 404 body is a bare string).
  */
-const unmatched = (gateway: Gateway) => (method: Route.Method) =>
+const unmatched = (gateway: Gateway) => (method: Route.Method, path: string) =>
   Route.make({
     method,
-    path: "/v1/*",
+    path,
     summary: "Unknown paths and methods under /v1 (OpenAI error body)",
     tags: ["gateway"],
     security: ["bearer"],
@@ -223,5 +223,6 @@ export const routes = (gateway: Gateway): ReadonlyArray<Route.Route> => [
         : Effect.sync(() => HttpServerResponse.text(gateway.renderMetrics(), { contentType: "text/plain; version=0.0.4; charset=utf-8" }))
     }
   }),
-  ...(["GET", "POST", "PUT", "PATCH", "DELETE"] as const).map(unmatched(gateway))
+  ...(["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] as const).flatMap((method) =>
+    ["/v1", "/v1/*"].map((path) => unmatched(gateway)(method, path)))
 ]

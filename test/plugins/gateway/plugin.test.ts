@@ -166,6 +166,24 @@ describe("request errors", () => {
     expect(r.status).toBe(200)
   })
 
+  it("every path and method under /v1 answers OpenAI's error object", async () => {
+    const cases: Array<[string, string, number, string]> = [
+      ["GET", "/v1/nope", 404, "unknown_url"],
+      ["POST", "/v1/models/model-linear", 405, "method_not_allowed"],
+      ["DELETE", "/v1/chat/completions", 405, "method_not_allowed"],
+      ["OPTIONS", "/v1/chat/completions", 405, "method_not_allowed"],
+      ["PUT", "/v1/a/b/c", 404, "unknown_url"],
+      ["GET", "/v1/", 404, "unknown_url"],
+      ["POST", "/v1", 404, "unknown_url"],
+      ["GET", "/v1/models/nope", 404, "model_not_found"]
+    ]
+    for (const [method, p, status, code] of cases) {
+      const r = await request(base, method, p, { token: TOKEN })
+      expect(r.status, `${method} ${p}`).toBe(status)
+      expect(r.json()).toEqual({ error: { message: expect.any(String), type: "invalid_request_error", param: code === "model_not_found" ? "model" : null, code } })
+    }
+  })
+
   it("404 model_not_found for an unknown model", async () => {
     const r = await chat({ model: "gpt-99", messages: hi })
     expect(r.status).toBe(404)
@@ -182,9 +200,13 @@ describe("request errors", () => {
     const r = await chat({ model: "model-missing", messages: hi })
     expect(r.status).toBe(503)
     expect(r.json().error).toMatchObject({ code: "model_unavailable", message: expect.stringContaining("model file not found") })
+    // A retry cannot fix it: the OpenAI SDKs honour this header and do not retry.
+    expect(r.headers["x-should-retry"]).toBe("false")
+    expect(r.headers["retry-after"]).toBeUndefined()
     const g = await chat({ model: "model-linear-gpu", messages: hi })
     expect(g.status).toBe(503)
     expect(g.json().error.message).toMatch(/GPU/)
+    expect(g.headers["x-should-retry"]).toBe("false")
   })
 })
 
