@@ -273,15 +273,17 @@ export class Gateway {
         this.metrics.generated(id, n)
       }
     }, raw)
-    // The pace of a finished generation informs the estimates of the next one's refusals.
-    generation.settled.then(() => {
-      if (this.running.get(id) === running) this.running.delete(id)
-      if (controller.signal.aborted || running.tokens === 0) return
+    // The pace of a finished generation informs the estimates of the next one's refusals. One
+    // refused (a 400) or cut short by its client says nothing of the engine's pace. An upstream's
+    // non-streamed reply reports its tokens only afterwards: its duration still counts.
+    const served = generation.reply.then((r) => r.type === "sse" || r.status < 400, () => false)
+    Promise.all([generation.settled, served]).then(([, ok]) => {
+      if (!ok || controller.signal.aborted) return
       const end = this.clock()
       const pace = this.pace.get(id) ?? { msPerToken: undefined, msPerGeneration: undefined, tokensPerGeneration: undefined }
-      if (running.firstTokenAt !== undefined && running.tokens >= 2) pace.msPerToken = ewma(pace.msPerToken, (end - running.firstTokenAt) / (running.tokens - 1))
       pace.msPerGeneration = ewma(pace.msPerGeneration, end - running.startedAt)
-      pace.tokensPerGeneration = ewma(pace.tokensPerGeneration, running.tokens)
+      if (running.tokens > 0) pace.tokensPerGeneration = ewma(pace.tokensPerGeneration, running.tokens)
+      if (running.firstTokenAt !== undefined && running.tokens >= 2) pace.msPerToken = ewma(pace.msPerToken, (end - running.firstTokenAt) / (running.tokens - 1))
       this.pace.set(id, pace)
     })
     // Free again once the engine stopped *and* the reply left (a stream holds the engine until
@@ -291,6 +293,7 @@ export class Gateway {
     // this generation can be delivered (covers a disconnect before a stream started flowing).
     sent?.then(() => controller.abort())
     ;(sent ? Promise.all([generation.settled, sent]) : generation.settled).then(() => {
+      this.running.delete(id)
       this.busy.delete(id)
       this.metrics.busy(id, false)
     })
