@@ -235,14 +235,7 @@ export class LlamaCppEngine implements Engine {
   unavailable = (): Unavailable | undefined =>
     this.reason === undefined ? undefined : { reason: this.reason, retryable: this.reason === "loading" }
 
-  refuse = (req: ChatRequest): EngineError | undefined => {
-    const n = req.n ?? 1
-    if (n > 1 && req.response_format && req.response_format.type !== "text" && req.stream === true) {
-      // One grammar-constrained stream per choice would interleave partial JSON documents.
-      return new EngineError(400, "`n` > 1 with a streamed `response_format` is not supported; stream one choice or send `stream: false`.", "unsupported_value", "n")
-    }
-    return refuseUnsupported(req)
-  }
+  refuse = (req: ChatRequest): EngineError | undefined => refuseUnsupported(req)
 
   completionBudget = (req: ChatRequest): number => (requestedCompletionTokens(req) ?? this.config.max_tokens) * (req.n ?? 1)
 

@@ -230,6 +230,11 @@ describe("3. n", () => {
     }
     expect([...finished].sort()).toEqual([0, 1, 2])
     expect(usage!.prompt_tokens).toBe(countTokens("hello"))
+    // Each streamed choice a whole JSON document under response_format.
+    const json = await client.chat.completions.create({ model: "model-linear", messages: [{ role: "user", content: "hello" }], n: 2, max_tokens: 60, stream: true, response_format: { type: "json_schema", json_schema: { name: "r", schema: { type: "object", properties: { ok: { type: "boolean" } }, required: ["ok"], additionalProperties: false } } } })
+    const texts = ["", ""]
+    for await (const c of json) for (const choice of c.choices) texts[choice.index] += choice.delta.content ?? ""
+    for (const t of texts) expect(typeof JSON.parse(t).ok).toBe("boolean")
     const e = await failure(client.chat.completions.create({ model: "model-linear", messages: [{ role: "user", content: "hi" }], n: 500 }))
     expect(e.status).toBe(422)
     expect(e.param).toBe("n")
