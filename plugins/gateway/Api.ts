@@ -51,18 +51,15 @@ const validationError = (detail: ReadonlyArray<Route.ValidationIssue>) => {
   return { detail, ...errorBody(message, "invalid_request_error", code, param) }
 }
 
-/** The paths this plugin serves under `/v1`, with their methods: what a 405 lists in `Allow`. */
-const V1_METHODS: ReadonlyArray<readonly [RegExp, string]> = [
-  [/^\/v1\/chat\/completions\/?$/, "POST"],
-  [/^\/v1\/models\/?$/, "GET"],
-  [/^\/v1\/models\/[^/]+\/?$/, "GET"]
-]
+/** Matches a request path against a route path (`:param` segments, an optional trailing slash). */
+const pathPattern = (routePath: string): RegExp =>
+  new RegExp(`^${routePath.split("/").map((seg) => (seg.startsWith(":") ? "[^/]+" : seg.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))).join("/")}/?$`)
 
 /**
  * Anything else under `/v1`: 405 (with `Allow`) for a known path and the wrong method, 404
  * otherwise, both in OpenAI's error shape (the kernel's own 404 body is a bare string).
  */
-const unmatched = (gateway: Gateway) => (method: Route.Method, path: string) =>
+const unmatched = (gateway: Gateway, served: ReadonlyArray<Route.Route>) => (method: Route.Method, path: string) =>
   Route.make({
     method,
     path,
@@ -78,7 +75,7 @@ const unmatched = (gateway: Gateway) => (method: Route.Method, path: string) =>
       const denied = gateway.unauthorized(request)
       if (denied) return Effect.fail(denied)
       const path = request.url.split("?")[0]!
-      const allowed = V1_METHODS.find(([re]) => re.test(path))?.[1]
+      const allowed = served.filter((r) => pathPattern(r.path).test(path)).map((r) => r.method).join(", ")
       return Effect.fail(allowed
         ? openAIError(405, `Method ${method} is not allowed on ${path}; use ${allowed}.`, { code: "method_not_allowed", headers: { allow: allowed } })
         : openAIError(404, `Unknown request URL: ${method} ${path}.`, { code: "unknown_url" }))
@@ -114,9 +111,20 @@ const errors = {
 
 /**
  * The routes of one gateway instance. Shapes: see the spec; errors on `/v1/*` are OpenAI error
- * bodies, validation failures are HTTPValidationError (422).
+ * bodies (unknown paths and methods included), validation failures are HTTPValidationError
+ * (422) with OpenAI's `error` beside `detail`.
  */
-export const routes = (gateway: Gateway): ReadonlyArray<Route.Route> => [
+export const routes = (gateway: Gateway): ReadonlyArray<Route.Route> => {
+  const served = servedRoutes(gateway)
+  const v1 = served.filter((r) => r.path.startsWith("/v1/"))
+  // The router prefers every route above to these wildcards.
+  const fallbacks = (["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] as const).flatMap((method) =>
+    ["/v1", "/v1/*"].map((path) => unmatched(gateway, v1)(method, path)))
+  return [...served, ...fallbacks]
+}
+
+/** The routes with a purpose (what the `/v1` fallbacks' 405s list in `Allow`). */
+const servedRoutes = (gateway: Gateway): ReadonlyArray<Route.Route> => [
   Route.make({
     method: "POST",
     path: "/v1/chat/completions",
@@ -223,6 +231,4 @@ export const routes = (gateway: Gateway): ReadonlyArray<Route.Route> => [
         : Effect.sync(() => HttpServerResponse.text(gateway.renderMetrics(), { contentType: "text/plain; version=0.0.4; charset=utf-8" }))
     }
   }),
-  ...(["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] as const).flatMap((method) =>
-    ["/v1", "/v1/*"].map((path) => unmatched(gateway)(method, path)))
 ]
