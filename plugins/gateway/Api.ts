@@ -129,18 +129,18 @@ const servedRoutes = (gateway: Gateway): ReadonlyArray<Route.Route> => [
     method: "POST",
     path: "/v1/chat/completions",
     summary: "Create a chat completion",
-    description: "OpenAI-compatible. `model` selects the engine (default engine when omitted or null). One generation at a time per engine: an overlapping request gets 503 at once, with Retry-After. `stream: true` answers with `chat.completion.chunk` server-sent events ending with `data: [DONE]`.",
+    description: "OpenAI-compatible. `model` selects the engine (default engine when omitted or null). One generation at a time per engine: an overlapping request gets 503 at once, with Retry-After. `stream: true` answers with `chat.completion.chunk` server-sent events ending with `data: [DONE]`. `max_completion_tokens` wins over `max_tokens`; `n` choices are generated one after another.",
     tags: ["gateway"],
     security: ["bearer"],
     body: ChatRequest,
     responses: {
       200: { description: "a `chat.completion` object, or an event stream (`text/event-stream`) when `stream` is true", schema: FreeForm },
-      400: { description: "`stream: true` to a non-streaming model, or an unusable `response_format`", schema: OpenAIErrorBody },
+      400: { description: "the prompt and the completion asked for exceed the context (`context_length_exceeded`); a field the engine cannot honour (`unsupported_parameter`, named in `param`); `stream: true` to a non-streaming model; an unusable `response_format` or `logit_bias`", schema: OpenAIErrorBody },
       ...errors,
       404: { description: "unknown `model` (`model_not_found`)", schema: OpenAIErrorBody },
-      422: { description: "the body fails validation", schema: HTTPValidationError },
+      422: { description: "the body fails validation: `detail` per field, and OpenAI's `error` naming the first", schema: HTTPValidationError },
       502: { description: "an upstream engine failed", schema: OpenAIErrorBody },
-      503: { description: "the engine is busy (Retry-After) or unavailable", schema: OpenAIErrorBody }
+      503: { description: "the engine is busy (`engine_busy`; `retry-after` and `retry-after-ms` from the running generation's remaining budget, jittered), loading (`model_loading`) or unavailable (`model_unavailable`, `x-should-retry: false`)", schema: OpenAIErrorBody }
     },
     // The token is checked before the body is judged: an anonymous caller learns nothing.
     onInvalid: (invalid) => {
