@@ -72,7 +72,7 @@ export interface Engine {
   /** Short engine description for `/status` (`llama-cpp/cpu`, `upstream`). */
   readonly label: string
   readonly streaming: boolean
-  /** Undefined while serving; otherwise why not (model file missing, loading, no GPU build). */
+  /** Undefined while serving; otherwise why not (loading, model file missing, no GPU build, upstream refusing connections). */
   readonly unavailable: () => Unavailable | undefined
   /**
    * The 400 for a request naming a field this engine cannot honour, or undefined. Synchronous and

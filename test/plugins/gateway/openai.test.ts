@@ -95,7 +95,7 @@ beforeAll(async () => {
   countTokens = (text) => model.tokenize(`<|im_start|>user\n${text}<|im_end|>\n<|im_start|>assistant\n`, true).length
   disposeModel = () => model.dispose()
   const vocab = (model.fileInfo.metadata as any).tokenizer.ggml.tokens as string[]
-  digitTokens = vocab.flatMap((t, i) => (/[0-9]/.test(t.replace(/^<0x3([0-9])>$/, "$1")) && !/^<0x/.test(t) ? [i] : /^<0x3[0-9]>$/.test(t) ? [i] : []))
+  digitTokens = vocab.flatMap((t, i) => (/^<0x3[0-9]>$/.test(t) || (!t.startsWith("<0x") && /[0-9]/.test(t)) ? [i] : []))
   for (let i = 0; i < 600 && !(await available("model-linear")); i++) await new Promise((r) => setTimeout(r, 50))
 }, 60_000)
 
