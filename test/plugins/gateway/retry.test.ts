@@ -2,14 +2,14 @@
  * The busy 503's retry hints, on a Gateway with a scripted engine and a driven clock: the
  * estimate follows the running generation's remaining budget and pace, and jitter spreads it.
  */
-import { Effect } from "effect"
+import { Effect, Either } from "effect"
 import { describe, expect, it } from "vitest"
-import type { Engine, GenerationHooks } from "../../../plugins/gateway/Engine.ts"
+import { EngineError, type Engine, type GenerationHooks, type Unavailable } from "../../../plugins/gateway/Engine.ts"
 import { Gateway } from "../../../plugins/gateway/Gateway.ts"
 import type { ChatRequest } from "../../../plugins/gateway/OpenAI.ts"
 
 /** An engine whose generations the test drives: `hooks` of the running one, `finish` settles it. */
-const scripted = () => {
+const scripted = (unavailable: () => Unavailable | undefined = () => undefined) => {
   let hooks: GenerationHooks | undefined
   let finish: () => void = () => undefined
   const engine: Engine = {
@@ -17,8 +17,8 @@ const scripted = () => {
     kind: "llama-cpp",
     label: "scripted",
     streaming: true,
-    unavailable: () => undefined,
-    refuse: () => undefined,
+    unavailable,
+    refuse: (req) => (req.logprobs ? new EngineError(400, "`logprobs` is not supported", "unsupported_parameter", "logprobs") : undefined),
     completionBudget: (req) => (req.max_completion_tokens ?? req.max_tokens ?? 100) * (req.n ?? 1),
     generate: (_req, _signal, h) => {
       hooks = h
@@ -124,5 +124,47 @@ describe("busy retry hints", () => {
     slow.s.hooks().tokens(1)
     slow.tokens(9, 1000)
     expect(slow.gateway.remainingMs("m")).toBe(59_000)
+  })
+})
+
+describe("unavailable engines", () => {
+  const refusal = async (why: Unavailable) => {
+    const gateway = new Gateway({ engines: [scripted(() => why).engine], defaultEngine: "m", token: "t", retryAfterS: 1 })
+    const out = await Effect.runPromise(Effect.either(gateway.chat({ messages: [{ content: "x" }] } as ChatRequest)))
+    if (!Either.isLeft(out)) throw new Error("expected a refusal")
+    return out.left
+  }
+
+  it("a model still loading: 503 model_loading with retry-after 1 (a retry will succeed)", async () => {
+    const e = await refusal({ reason: "loading", retryable: true })
+    expect(e.status).toBe(503)
+    expect(e.headers).toEqual({ "retry-after": "1" })
+    expect((e.body as any).error.code).toBe("model_loading")
+  })
+
+  it("a model that cannot serve: 503 model_unavailable with x-should-retry false", async () => {
+    const e = await refusal({ reason: "model file not found: /x.gguf", retryable: false })
+    expect(e.status).toBe(503)
+    expect(e.headers).toEqual({ "x-should-retry": "false" })
+    expect((e.body as any).error).toMatchObject({ code: "model_unavailable", message: expect.stringContaining("model file not found") })
+  })
+})
+
+describe("the fast path's busy refusal", () => {
+  it("carries the same jittered hints as the full path", async () => {
+    const { gateway, s, start, tokens } = setup(() => 0.25)
+    await start({ max_tokens: 200 })
+    s.hooks().firstToken()
+    s.hooks().tokens(1)
+    tokens(9, 10)
+    const reply = gateway.fastBusyRefusal({ method: "POST", path: "/v1/chat/completions", headers: { authorization: "Bearer t" }, params: {}, json: { messages: [{ content: "y" }] }, rawBody: new Uint8Array(), remoteAddress: "127.0.0.1" })
+    expect(reply?.status).toBe(503)
+    expect(reply?.headers).toMatchObject(gateway.retryHeaders("m"))
+    expect(JSON.parse(new TextDecoder().decode(reply!.body as Uint8Array)).error.code).toBe("engine_busy")
+    // A request the engine refuses (a field it cannot honour) is left to the full path: its 400
+    // comes before the busy check there.
+    expect(gateway.fastBusyRefusal({ method: "POST", path: "/v1/chat/completions", headers: { authorization: "Bearer t" }, params: {}, json: { messages: [{ content: "y" }], logprobs: true }, rawBody: new Uint8Array(), remoteAddress: "127.0.0.1" })).toBeUndefined()
+    const full = await Effect.runPromise(Effect.either(gateway.chat({ messages: [{ content: "y" }], logprobs: true } as ChatRequest)))
+    expect(Either.isLeft(full) && full.left.status).toBe(400)
   })
 })
