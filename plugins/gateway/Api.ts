@@ -8,7 +8,7 @@ import { Effect, Schema } from "effect"
 import type { HttpError } from "../../core/HttpError.ts"
 import * as Route from "../../core/Route.ts"
 import type { Gateway } from "./Gateway.ts"
-import { ChatRequest, HTTPValidationError, OpenAIErrorBody } from "./OpenAI.ts"
+import { ChatRequest, errorBody, HTTPValidationError, openAIError, OpenAIErrorBody } from "./OpenAI.ts"
 
 const respond = (e: HttpError): HttpServerResponse.HttpServerResponse =>
   HttpServerResponse.unsafeJson(e.body, { status: e.status, headers: e.headers ?? {} })
@@ -28,6 +28,59 @@ const issuesPerField = (issues: ReadonlyArray<Route.ValidationIssue>): ReadonlyA
   }
   return [...byLoc.values()]
 }
+
+/** `messages[0].role` for `["body", "messages", 0, "role"]`: OpenAI's way of naming a field. */
+const paramOf = (loc: ReadonlyArray<string | number>): string | null => {
+  const path = loc[0] === "body" ? loc.slice(1) : loc
+  if (path.length === 0) return null
+  return path.map((p, i) => (typeof p === "number" ? `[${p}]` : i === 0 ? p : `.${p}`)).join("")
+}
+
+/**
+ * The 422 body: the spec's HTTPValidationError `detail`, and beside it OpenAI's `error` object
+ * whose message names the first failing field (what OpenAI clients show; without it the SDKs
+ * report "422 status code (no body)").
+ */
+const validationError = (detail: ReadonlyArray<Route.ValidationIssue>) => {
+  const first = detail[0]
+  const param = first ? paramOf(first.loc) : null
+  const message = !first ? "The request body failed validation."
+    : first.type === "json_invalid" ? `The body is not valid JSON: ${first.msg}`
+    : `Invalid value for \`${param ?? "body"}\`: ${first.msg}`
+  const code = first?.type === "missing" ? "missing_required_parameter" : first?.type === "json_invalid" ? "invalid_json" : "invalid_value"
+  return { detail, ...errorBody(message, "invalid_request_error", code, param) }
+}
+
+/** Matches a request path against a route path (`:param` segments, an optional trailing slash). */
+const pathPattern = (routePath: string): RegExp =>
+  new RegExp(`^${routePath.split("/").map((seg) => (seg.startsWith(":") ? "[^/]+" : seg.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))).join("/")}/?$`)
+
+/**
+ * Anything else under `/v1`: 405 (with `Allow`) for a known path and the wrong method, 404
+ * otherwise, both in OpenAI's error shape (the kernel's own 404 body is a bare string).
+ */
+const unmatched = (gateway: Gateway, served: ReadonlyArray<Route.Route>) => (method: Route.Method, path: string) =>
+  Route.make({
+    method,
+    path,
+    summary: "Unknown paths and methods under /v1 (OpenAI error body)",
+    tags: ["gateway"],
+    security: ["bearer"],
+    responses: {
+      ...errors,
+      404: { description: "no such path (`unknown_url`)", schema: OpenAIErrorBody },
+      405: { description: "the path exists with another method (`Allow` lists it)", schema: OpenAIErrorBody }
+    },
+    handler: ({ request }) => {
+      const denied = gateway.unauthorized(request)
+      if (denied) return Effect.fail(denied)
+      const path = request.url.split("?")[0]!
+      const allowed = served.filter((r) => pathPattern(r.path).test(path)).map((r) => r.method).join(", ")
+      return Effect.fail(allowed
+        ? openAIError(405, `Method ${method} is not allowed on ${path}; use ${allowed}.`, { code: "method_not_allowed", headers: { allow: allowed } })
+        : openAIError(404, `Unknown request URL: ${method} ${path}.`, { code: "unknown_url" }))
+    }
+  })
 
 /**
  * Resolves when the Node response behind `request` has closed: fully written, or the connection
@@ -58,25 +111,36 @@ const errors = {
 
 /**
  * The routes of one gateway instance. Shapes: see the spec; errors on `/v1/*` are OpenAI error
- * bodies, validation failures are HTTPValidationError (422).
+ * bodies (unknown paths and methods included), validation failures are HTTPValidationError
+ * (422) with OpenAI's `error` beside `detail`.
  */
-export const routes = (gateway: Gateway): ReadonlyArray<Route.Route> => [
+export const routes = (gateway: Gateway): ReadonlyArray<Route.Route> => {
+  const served = servedRoutes(gateway)
+  const v1 = served.filter((r) => r.path.startsWith("/v1/"))
+  // The router prefers every route above to these wildcards.
+  const fallbacks = (["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] as const).flatMap((method) =>
+    ["/v1", "/v1/*"].map((path) => unmatched(gateway, v1)(method, path)))
+  return [...served, ...fallbacks]
+}
+
+/** The routes with a purpose (what the `/v1` fallbacks' 405s list in `Allow`). */
+const servedRoutes = (gateway: Gateway): ReadonlyArray<Route.Route> => [
   Route.make({
     method: "POST",
     path: "/v1/chat/completions",
     summary: "Create a chat completion",
-    description: "OpenAI-compatible. `model` selects the engine (default engine when omitted or null). One generation at a time per engine: an overlapping request gets 503 at once, with Retry-After. `stream: true` answers with `chat.completion.chunk` server-sent events ending with `data: [DONE]`.",
+    description: "OpenAI-compatible. `model` selects the engine (default engine when omitted or null). One generation at a time per engine: an overlapping request gets 503 at once, with Retry-After. `stream: true` answers with `chat.completion.chunk` server-sent events ending with `data: [DONE]`. `max_completion_tokens` wins over `max_tokens`; `n` choices are generated one after another.",
     tags: ["gateway"],
     security: ["bearer"],
     body: ChatRequest,
     responses: {
       200: { description: "a `chat.completion` object, or an event stream (`text/event-stream`) when `stream` is true", schema: FreeForm },
-      400: { description: "`stream: true` to a non-streaming model, or an unusable `response_format`", schema: OpenAIErrorBody },
+      400: { description: "the prompt and the completion asked for exceed the context (`context_length_exceeded`); a field the engine cannot honour (`unsupported_parameter`, named in `param`); `stream: true` to a non-streaming model; an unusable `response_format` or `logit_bias`", schema: OpenAIErrorBody },
       ...errors,
       404: { description: "unknown `model` (`model_not_found`)", schema: OpenAIErrorBody },
-      422: { description: "the body fails validation", schema: HTTPValidationError },
+      422: { description: "the body fails validation: `detail` per field, and OpenAI's `error` naming the first", schema: HTTPValidationError },
       502: { description: "an upstream engine failed", schema: OpenAIErrorBody },
-      503: { description: "the engine is busy (Retry-After) or unavailable", schema: OpenAIErrorBody }
+      503: { description: "the engine is busy (`engine_busy`; `retry-after` and `retry-after-ms` from the running generation's remaining budget, jittered), loading (`model_loading`) or unavailable (`model_unavailable`, `x-should-retry: false`)", schema: OpenAIErrorBody }
     },
     // The token is checked before the body is judged: an anonymous caller learns nothing.
     onInvalid: (invalid) => {
@@ -86,7 +150,7 @@ export const routes = (gateway: Gateway): ReadonlyArray<Route.Route> => [
       const detail = invalid.location === "json"
         ? [{ loc: ["body"], msg: `JSON decode error: ${invalid.message}`, type: "json_invalid" }]
         : issuesPerField(invalid.issues)
-      return HttpServerResponse.unsafeJson({ detail }, { status: 422 })
+      return HttpServerResponse.unsafeJson(validationError(detail), { status: 422 })
     },
     fast: (req) => gateway.fastBusyRefusal(req),
     handler: ({ body, request }) => {
@@ -106,6 +170,27 @@ export const routes = (gateway: Gateway): ReadonlyArray<Route.Route> => [
     handler: ({ request }) => {
       const denied = gateway.unauthorized(request)
       return denied ? Effect.fail(denied) : Effect.succeed(gateway.models())
+    }
+  }),
+  Route.make({
+    method: "GET",
+    path: "/v1/models/:model",
+    summary: "Retrieve one model (engine)",
+    tags: ["gateway"],
+    security: ["bearer"],
+    params: Schema.Struct({ model: Schema.String }),
+    responses: {
+      200: { description: "the OpenAI model object, with `available`, `streaming`, `default`", schema: FreeForm },
+      ...errors,
+      404: { description: "unknown model id (`model_not_found`)", schema: OpenAIErrorBody }
+    },
+    handler: ({ params, request }) => {
+      const denied = gateway.unauthorized(request)
+      if (denied) return Effect.fail(denied)
+      const model = gateway.model(params.model)
+      return model
+        ? Effect.succeed(model)
+        : Effect.fail(openAIError(404, `The model \`${params.model}\` does not exist.`, { code: "model_not_found", param: "model" }))
     }
   }),
   Route.make({
@@ -145,5 +230,5 @@ export const routes = (gateway: Gateway): ReadonlyArray<Route.Route> => [
         ? Effect.fail(denied)
         : Effect.sync(() => HttpServerResponse.text(gateway.renderMetrics(), { contentType: "text/plain; version=0.0.4; charset=utf-8" }))
     }
-  })
+  }),
 ]

@@ -30,13 +30,13 @@ export const LlamaCppEngineConfig = Schema.Struct({
     description: "CPU threads for evaluation; 0 or absent lets llama.cpp choose"
   }),
   context_size: Schema.optionalWith(Schema.Int.pipe(Schema.between(16, 1 << 20)), { default: () => 4096 }).annotations({
-    description: "KV cache size in tokens (bounds RAM/VRAM use)"
+    description: "context window in tokens: a prompt plus its completion budget over it is a 400 `context_length_exceeded` (the KV cache holds one token more; it bounds RAM/VRAM use)"
   }),
   batch_size: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 1 << 16)), { default: () => 512 }).annotations({
     description: "prompt evaluation batch size in tokens"
   }),
   max_tokens: Schema.optionalWith(Schema.Int.pipe(Schema.positive()), { default: () => 1024 }).annotations({
-    description: "completion length when a request sets no `max_tokens`"
+    description: "completion length when a request sets neither `max_completion_tokens` nor `max_tokens` (shortened to the room the prompt leaves in the context)"
   })
 }).annotations({ identifier: "GatewayLlamaCppEngine" })
 export type LlamaCppEngineConfig = Schema.Schema.Type<typeof LlamaCppEngineConfig>
@@ -72,7 +72,7 @@ export const GatewayConfig = Schema.Struct({
     description: "bearer token that opens /healthz and /metrics to non-loopback clients; empty: loopback only"
   }),
   retry_after_s: Schema.optionalWith(Schema.Int.pipe(Schema.positive()), { default: () => 1 }).annotations({
-    description: "Retry-After of a busy refusal, in seconds"
+    description: "Retry-After of a busy refusal while the engine's pace is unknown (no generation measured yet), in seconds; otherwise it is derived from the running generation's remaining budget"
   }),
   engines: Schema.Array(EngineConfig).pipe(Schema.minItems(1))
 }).pipe(

@@ -48,10 +48,21 @@ export class EngineError extends Error {
     readonly status: number,
     message: string,
     readonly code: string | null = null,
-    readonly param: string | null = null
+    readonly param: string | null = null,
+    readonly headers?: Record<string, string>
   ) {
     super(message)
   }
+}
+
+/**
+ * Why an engine is not serving. `retryable`: a retry can succeed without anyone acting (the model
+ * is still loading); otherwise (file missing, load failed, upstream refusing connections) the
+ * 503 tells clients not to retry (`x-should-retry: false`).
+ */
+export interface Unavailable {
+  readonly reason: string
+  readonly retryable: boolean
 }
 
 /** An engine as the gateway sees it. */
@@ -61,8 +72,18 @@ export interface Engine {
   /** Short engine description for `/status` (`llama-cpp/cpu`, `upstream`). */
   readonly label: string
   readonly streaming: boolean
-  /** Undefined while serving; otherwise why not (model file missing, loading, no GPU build). */
-  readonly unavailableReason: () => string | undefined
+  /** Undefined while serving; otherwise why not (loading, model file missing, no GPU build, upstream refusing connections). */
+  readonly unavailable: () => Unavailable | undefined
+  /**
+   * The 400 for a request naming a field this engine cannot honour, or undefined. Synchronous and
+   * cheap (no tokenizing): it runs before the busy check, on the fast path too.
+   */
+  readonly refuse: (req: ChatRequest) => EngineError | undefined
+  /**
+   * Most tokens `req` may generate, all choices together, when the engine knows it (for the busy
+   * 503's Retry-After); undefined when only the backend knows (an upstream without a limit).
+   */
+  readonly completionBudget: (req: ChatRequest) => number | undefined
   /**
    * Starts a generation for a validated request. Called only while the engine is free; must not
    * throw. `signal` aborts it (client gone): the engine stops and settles promptly. `raw` is the

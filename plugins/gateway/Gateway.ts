@@ -11,9 +11,9 @@ import { Effect, Option, Schema, Stream } from "effect"
 import type { FastReply, FastRequest } from "../../core/Route.ts"
 import { timingSafeEqual } from "node:crypto"
 import { HttpError } from "../../core/HttpError.ts"
-import { EngineError, type Engine, type Reply } from "./Engine.ts"
+import { EngineError, type Engine, type Reply, type Unavailable } from "./Engine.ts"
 import { Metrics } from "./Metrics.ts"
-import { ChatRequest, openAIError } from "./OpenAI.ts"
+import { ChatRequest, errorBody, openAIError } from "./OpenAI.ts"
 
 /**
  * Compares a presented secret with the expected bytes in constant time: the presented value is
@@ -46,9 +46,38 @@ export interface GatewayOptions {
   readonly defaultEngine: string
   readonly token: string
   readonly adminToken?: string | undefined
-  /** Retry-After of a busy refusal, in seconds. */
+  /** Retry-After of a busy refusal while nothing is known of the engine's pace, in seconds. */
   readonly retryAfterS: number
+  /** Monotonic ms for the pace of generations (tests drive it); default `performance.now`. */
+  readonly clock?: () => number
+  /** Uniform [0, 1) draws for the retry jitter (tests pin it); default `Math.random`. */
+  readonly random?: () => number
 }
+
+/** Bounds of a busy refusal's retry hint, in ms (the OpenAI SDKs ignore hints of 60 s or more). */
+const RETRY_MIN_MS = 100
+const RETRY_MAX_MS = 59_000
+/** Jitter: a refused client is told to wait the estimate plus up to this share of it (at least JITTER_MIN_MS). */
+const JITTER_SHARE = 1
+const JITTER_MIN_MS = 500
+
+/** The generation an engine is running: what its busy refusals' retry hints are derived from. */
+interface Running {
+  readonly startedAt: number
+  /** Most tokens it may generate (all choices), when known. */
+  readonly budget: number | undefined
+  tokens: number
+  firstTokenAt: number | undefined
+}
+
+/** Pace of an engine's finished generations (moving averages), for estimates before a new one has any. */
+interface Pace {
+  msPerToken: number | undefined
+  msPerGeneration: number | undefined
+  tokensPerGeneration: number | undefined
+}
+
+const ewma = (previous: number | undefined, sample: number): number => (previous === undefined ? sample : 0.7 * previous + 0.3 * sample)
 
 /** The gateway service; one per plugin instance. */
 export class Gateway {
@@ -58,10 +87,13 @@ export class Gateway {
   private readonly busy = new Set<string>()
   private readonly tokenBytes: Buffer
   private readonly adminBytes: Buffer | undefined
-  private readonly retryAfter: string
+  private readonly fallbackRetryMs: number
+  private readonly clock: () => number
+  private readonly random: () => number
   private readonly startedAt = Date.now()
-  private readonly busyResponses: Map<string, HttpServerResponse.HttpServerResponse>
-  private readonly busyReplies: Map<string, FastReply>
+  private readonly busyBodies: Map<string, Uint8Array>
+  private readonly running = new Map<string, Running>()
+  private readonly pace = new Map<string, Pace>()
   private readonly decodeChat = Schema.decodeUnknownEither(ChatRequest)
 
   constructor(opts: GatewayOptions) {
@@ -69,20 +101,62 @@ export class Gateway {
     this.defaultEngine = opts.defaultEngine
     this.tokenBytes = Buffer.from(opts.token, "utf8")
     this.adminBytes = opts.adminToken ? Buffer.from(opts.adminToken, "utf8") : undefined
-    this.retryAfter = String(opts.retryAfterS)
-    this.busyResponses = new Map(opts.engines.map((e) => {
-      const err = openAIError(503, `Model \`${e.id}\` is busy with another generation; retry shortly.`, {
-        code: "engine_busy",
-        headers: { "retry-after": this.retryAfter }
-      })
-      const bytes = new TextEncoder().encode(JSON.stringify(err.body))
-      return [e.id, HttpServerResponse.uint8Array(bytes, { status: 503, contentType: "application/json", headers: err.headers! })]
-    }))
-    this.busyReplies = new Map(opts.engines.map((e) => {
-      const prebuilt = this.busyResponses.get(e.id)!
-      const body = (prebuilt.body as { body: Uint8Array }).body
-      return [e.id, { status: 503, headers: { "content-type": "application/json", "retry-after": this.retryAfter, "content-length": String(body.length) }, body }]
-    }))
+    this.fallbackRetryMs = opts.retryAfterS * 1000
+    this.clock = opts.clock ?? (() => performance.now())
+    this.random = opts.random ?? Math.random
+    // The busy body is the same for every refusal (the hot path under load): encoded once.
+    this.busyBodies = new Map(opts.engines.map((e) => [e.id, new TextEncoder().encode(JSON.stringify(
+      errorBody(`Model \`${e.id}\` is busy with another generation; retry after the time in Retry-After.`, "server_error", "engine_busy")
+    ))]))
+  }
+
+  /**
+   * How long until `engine`'s running generation ends, in ms: the tokens it has left at its pace
+   * so far (or the engine's earlier pace until it has produced a few). Tokens left: its remaining
+   * budget, capped by this engine's typical generation length once one is known (generations
+   * mostly stop well before their budget; past the typical length, a quarter of it more). Without
+   * a budget: the typical duration less the time spent. Knowing nothing: `retry_after_s`.
+   */
+  remainingMs(engine: string): number {
+    const run = this.running.get(engine)
+    const pace = this.pace.get(engine)
+    if (!run) return this.fallbackRetryMs
+    const now = this.clock()
+    const ownPace = run.firstTokenAt !== undefined && run.tokens >= 4 ? (now - run.firstTokenAt) / (run.tokens - 1) : undefined
+    const msPerToken = ownPace ?? pace?.msPerToken
+    let ms: number
+    if (run.budget !== undefined && msPerToken !== undefined) {
+      let left = Math.max(0, run.budget - run.tokens)
+      const typical = pace?.tokensPerGeneration
+      if (typical !== undefined) left = Math.min(left, Math.max(typical - run.tokens, typical / 4))
+      ms = left * msPerToken
+    } else if (pace?.msPerGeneration !== undefined) ms = pace.msPerGeneration - (now - run.startedAt)
+    else ms = this.fallbackRetryMs
+    return Math.min(RETRY_MAX_MS, Math.max(RETRY_MIN_MS, ms))
+  }
+
+  /**
+   * Retry hints of one busy refusal: the remaining time plus a random share of it, so the
+   * clients refused during one generation come back spread out instead of in one wave.
+   * `retry-after-ms` (honoured by the OpenAI SDKs) carries the exact figure, `retry-after` the
+   * same in whole seconds, rounded up.
+   */
+  retryHeaders(engine: string): Record<string, string> {
+    const estimate = this.remainingMs(engine)
+    const ms = Math.min(RETRY_MAX_MS, Math.round(estimate + this.random() * Math.max(JITTER_MIN_MS, JITTER_SHARE * estimate)))
+    return { "retry-after": String(Math.ceil(ms / 1000)), "retry-after-ms": String(ms) }
+  }
+
+  private busyReply(engine: string): FastReply {
+    const body = this.busyBodies.get(engine)!
+    return { status: 503, headers: { "content-type": "application/json", "content-length": String(body.length), ...this.retryHeaders(engine) }, body }
+  }
+
+  /** The 503 for an unavailable engine; `x-should-retry: false` when a retry cannot help. */
+  private unavailableError(id: string, why: Unavailable): HttpError {
+    return why.retryable
+      ? openAIError(503, `Model \`${id}\` is not ready yet: ${why.reason}.`, { code: "model_loading", headers: { "retry-after": "1" } })
+      : openAIError(503, `Model \`${id}\` is unavailable: ${why.reason}.`, { code: "model_unavailable", headers: { "x-should-retry": "false" } })
   }
 
   /**
@@ -100,10 +174,11 @@ export class Gateway {
     if (decoded._tag === "Left") return undefined
     const id = decoded.right.model ?? this.defaultEngine
     const engine = this.engines.get(id)
-    if (!engine || !this.busy.has(id) || (decoded.right.stream === true && !engine.streaming) || engine.unavailableReason() !== undefined) return undefined
+    if (!engine || !this.busy.has(id) || (decoded.right.stream === true && !engine.streaming)) return undefined
+    if (engine.refuse(decoded.right) !== undefined || engine.unavailable() !== undefined) return undefined
     this.metrics.request(id, 503)
     this.metrics.refusal(id, "busy")
-    return this.busyReplies.get(id)
+    return this.busyReply(id)
   }
 
   /**
@@ -158,18 +233,23 @@ export class Gateway {
         this.metrics.request(id, 400)
         return Effect.fail(openAIError(400, `Model \`${id}\` does not support streaming; send \`stream: false\`.`, { code: "unsupported_value", param: "stream" }))
       }
-      const reason = engine.unavailableReason()
-      if (reason !== undefined) {
+      const refused = engine.refuse(req)
+      if (refused) {
+        this.metrics.request(id, refused.status)
+        return Effect.fail(toHttpError(refused))
+      }
+      const why = engine.unavailable()
+      if (why !== undefined) {
         this.metrics.request(id, 503)
         this.metrics.refusal(id, "unavailable")
-        return Effect.fail(openAIError(503, `Model \`${id}\` is unavailable: ${reason}.`, { code: "model_unavailable" }))
+        return Effect.fail(this.unavailableError(id, why))
       }
       if (this.busy.has(id)) {
         this.metrics.request(id, 503)
         this.metrics.refusal(id, "busy")
-        // The hot path under load: a prebuilt response (no error object, stack trace or JSON
-        // encoding per refusal).
-        return Effect.succeed(this.busyResponses.get(id)!)
+        // The hot path under load: a prebuilt body (no error object, stack trace or JSON
+        // encoding per refusal); only the retry hints are per refusal.
+        return Effect.succeed(HttpServerResponse.uint8Array(this.busyBodies.get(id)!, { status: 503, contentType: "application/json", headers: this.retryHeaders(id) }))
       }
       this.busy.add(id)
       this.metrics.busy(id, true)
@@ -181,10 +261,31 @@ export class Gateway {
     const id = engine.id
     const controller = new AbortController()
     const t0 = performance.now()
+    const running: Running = { startedAt: this.clock(), budget: engine.completionBudget(req), tokens: 0, firstTokenAt: undefined }
+    this.running.set(id, running)
     const generation = engine.generate(req, controller.signal, {
-      firstToken: () => this.metrics.firstToken(id, (performance.now() - t0) / 1000),
-      tokens: (n) => this.metrics.generated(id, n)
+      firstToken: () => {
+        running.firstTokenAt = this.clock()
+        this.metrics.firstToken(id, (performance.now() - t0) / 1000)
+      },
+      tokens: (n) => {
+        running.tokens += n
+        this.metrics.generated(id, n)
+      }
     }, raw)
+    // The pace of a finished generation informs the estimates of the next one's refusals. One
+    // refused (a 400) or cut short by its client says nothing of the engine's pace. An upstream's
+    // non-streamed reply reports its tokens only afterwards: its duration still counts.
+    const served = generation.reply.then((r) => r.type === "sse" || r.status < 400, () => false)
+    Promise.all([generation.settled, served]).then(([, ok]) => {
+      if (!ok || controller.signal.aborted) return
+      const end = this.clock()
+      const pace = this.pace.get(id) ?? { msPerToken: undefined, msPerGeneration: undefined, tokensPerGeneration: undefined }
+      pace.msPerGeneration = ewma(pace.msPerGeneration, end - running.startedAt)
+      if (running.tokens > 0) pace.tokensPerGeneration = ewma(pace.tokensPerGeneration, running.tokens)
+      if (running.firstTokenAt !== undefined && running.tokens >= 2) pace.msPerToken = ewma(pace.msPerToken, (end - running.firstTokenAt) / (running.tokens - 1))
+      this.pace.set(id, pace)
+    })
     // Free again once the engine stopped *and* the reply left (a stream holds the engine until
     // its last chunk is written, or until the client is gone).
     const sent = responseDone?.()
@@ -192,6 +293,7 @@ export class Gateway {
     // this generation can be delivered (covers a disconnect before a stream started flowing).
     sent?.then(() => controller.abort())
     ;(sent ? Promise.all([generation.settled, sent]) : generation.settled).then(() => {
+      this.running.delete(id)
       this.busy.delete(id)
       this.metrics.busy(id, false)
     })
@@ -226,26 +328,32 @@ export class Gateway {
 
   /** The public Status document: `ok` is whether the default engine serves. */
   status(): { ok: boolean; models: Array<{ id: string; engine: string; available: boolean }> } {
-    const models = [...this.engines.values()].map((e) => ({ id: e.id, engine: e.label, available: e.unavailableReason() === undefined }))
+    const models = [...this.engines.values()].map((e) => ({ id: e.id, engine: e.label, available: e.unavailable() === undefined }))
     return { ok: models.find((m) => m.id === this.defaultEngine)?.available ?? false, models }
+  }
+
+  private modelObject(e: Engine): Record<string, unknown> {
+    return {
+      id: e.id,
+      object: "model",
+      created: Math.floor(this.startedAt / 1000),
+      owned_by: "platform",
+      engine: e.label,
+      streaming: e.streaming,
+      default: e.id === this.defaultEngine,
+      available: e.unavailable() === undefined
+    }
   }
 
   /** `/v1/models`: OpenAI's list shape plus `available`, `streaming` and `default` per model. */
   models(): { object: "list"; data: Array<Record<string, unknown>> } {
-    const created = Math.floor(this.startedAt / 1000)
-    return {
-      object: "list",
-      data: [...this.engines.values()].map((e) => ({
-        id: e.id,
-        object: "model",
-        created,
-        owned_by: "platform",
-        engine: e.label,
-        streaming: e.streaming,
-        default: e.id === this.defaultEngine,
-        available: e.unavailableReason() === undefined
-      }))
-    }
+    return { object: "list", data: [...this.engines.values()].map((e) => this.modelObject(e)) }
+  }
+
+  /** `/v1/models/{id}`: one model object as listed by `models()`, or undefined for an unknown id. */
+  model(id: string): Record<string, unknown> | undefined {
+    const e = this.engines.get(id)
+    return e ? this.modelObject(e) : undefined
   }
 
   /** `/healthz`: per-engine cache statistics and memory figures (bytes), process memory. */
@@ -280,5 +388,5 @@ export class Gateway {
 
 const toHttpError = (e: unknown): HttpError =>
   e instanceof HttpError ? e
-    : e instanceof EngineError ? openAIError(e.status, e.message, { code: e.code, param: e.param })
+    : e instanceof EngineError ? openAIError(e.status, e.message, { code: e.code, param: e.param, ...(e.headers ? { headers: e.headers } : {}) })
     : openAIError(500, "The engine failed.", { code: "internal_error" })

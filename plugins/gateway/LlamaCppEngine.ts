@@ -16,6 +16,7 @@ import {
   JinjaTemplateChatWrapper,
   LlamaChat,
   LlamaLogLevel,
+  TokenBias,
   type ChatHistoryItem,
   type Llama,
   type LlamaContext,
@@ -24,16 +25,18 @@ import {
   type LlamaModel
 } from "node-llama-cpp"
 import type { LlamaCppEngineConfig } from "./Config.ts"
-import { ByteChannel, EngineError, type Engine, type Generation, type GenerationHooks, type Reply } from "./Engine.ts"
+import { ByteChannel, EngineError, type Engine, type Generation, type GenerationHooks, type Reply, type Unavailable } from "./Engine.ts"
 import {
   chunk,
   completion,
   completionId,
   contentText,
   errorBody,
+  requestedCompletionTokens,
   SSE_DONE,
   sseData,
   type ChatRequest,
+  type Choice,
   type FinishReason,
   type Usage
 } from "./OpenAI.ts"
@@ -84,6 +87,48 @@ const toHistory = (messages: ChatRequest["messages"]): ChatHistoryItem[] => {
 }
 
 const finishOf = (stopReason: string): FinishReason => (stopReason === "maxTokens" ? "length" : "stop")
+
+const unsupported = (param: string, what: string) =>
+  new EngineError(400, `\`${param}\` is not supported by this model: ${what}.`, "unsupported_parameter", param)
+
+const present = (v: unknown): boolean => v !== undefined && v !== null
+
+/**
+ * OpenAI request fields a llama-cpp engine cannot honour and that would change what the client
+ * gets back: refused with a 400 naming the field rather than silently dropped. (Fields with no
+ * effect on the reply, such as `user`, `metadata`, `store`, are accepted and ignored.)
+ */
+export const refuseUnsupported = (req: ChatRequest): EngineError | undefined => {
+  const r = req as Record<string, unknown>
+  const list = (v: unknown) => Array.isArray(v) && v.length > 0
+  if (list(r.tools)) return unsupported("tools", "this engine does not call tools")
+  if (present(r.tool_choice) && r.tool_choice !== "none" && r.tool_choice !== "auto") return unsupported("tool_choice", "this engine does not call tools")
+  if (list(r.functions)) return unsupported("functions", "this engine does not call functions")
+  if (present(r.function_call) && r.function_call !== "none" && r.function_call !== "auto") return unsupported("function_call", "this engine does not call functions")
+  if (req.logprobs === true) return unsupported("logprobs", "log probabilities are not returned")
+  if (present(req.top_logprobs)) return unsupported("top_logprobs", "log probabilities are not returned")
+  if (present(r.audio)) return unsupported("audio", "this engine produces text only")
+  if (Array.isArray(r.modalities) && r.modalities.some((m) => m !== "text")) return unsupported("modalities", "this engine produces text only")
+  if (present(r.web_search_options)) return unsupported("web_search_options", "this engine does not search the web")
+  if (present(r.reasoning_effort)) return unsupported("reasoning_effort", "this is not a reasoning model")
+  if (present(r.verbosity)) return unsupported("verbosity", "output verbosity cannot be set")
+  for (const m of req.messages) {
+    if (Array.isArray(m.content) && m.content.some((p) => p.type !== "text")) {
+      return unsupported("messages", "content parts other than `text` (images, audio, files) cannot be read")
+    }
+  }
+  return undefined
+}
+
+/**
+ * OpenAI's refusal of a prompt that does not fit: 400 \`context_length_exceeded\` giving the
+ * context size, the prompt's tokens and (when the client set one) the completion it asked for.
+ */
+const contextExceeded = (context: number, prompt: number, completionTokens: number | undefined): EngineError =>
+  new EngineError(400, completionTokens === undefined
+    ? `This model's maximum context length is ${context} tokens. However, your messages resulted in ${prompt} tokens, which leaves no room for a completion. Please reduce the length of the messages.`
+    : `This model's maximum context length is ${context} tokens. However, you requested ${prompt + completionTokens} tokens (${prompt} in the messages, ${completionTokens} in the completion). Please reduce the length of the messages or completion.`,
+  "context_length_exceeded", "messages")
 
 /** Prefix-cache counters, for `/healthz`. */
 interface CacheStats {
@@ -163,7 +208,10 @@ export class LlamaCppEngine implements Engine {
     if (this.closed) { await model.dispose(); return }
     this.model = model
     const context = await model.createContext({
-      contextSize: c.context_size,
+      // One token more than the advertised context: LlamaChat keeps a free slot after the
+      // prompt, so without it a prompt of context_size - 1 tokens with max_tokens 1 (a request
+      // that fits) would be shifted out of the window. llama.cpp rounds the cache up anyway.
+      contextSize: c.context_size + 1,
       batchSize: c.batch_size,
       sequences: 1,
       ...(c.threads ? { threads: c.threads } : {})
@@ -184,7 +232,32 @@ export class LlamaCppEngine implements Engine {
     this.chat = new LlamaChat({ contextSequence: this.sequence, chatWrapper })
   }
 
-  unavailableReason = (): string | undefined => this.reason
+  unavailable = (): Unavailable | undefined =>
+    this.reason === undefined ? undefined : { reason: this.reason, retryable: this.reason === "loading" }
+
+  refuse = (req: ChatRequest): EngineError | undefined => refuseUnsupported(req)
+
+  completionBudget = (req: ChatRequest): number => (requestedCompletionTokens(req) ?? this.config.max_tokens) * (req.n ?? 1)
+
+  /** The prompt's tokens exactly as LlamaChat will evaluate them: the chat template rendered, tokenized. */
+  private promptTokens(history: ChatHistoryItem[]): number {
+    return this.chat!.chatWrapper.generateContextState({ chatHistory: history }).contextText.tokenize(this.model!.tokenizer).length
+  }
+
+  /** `logit_bias` as node-llama-cpp's TokenBias (-100 bans the token); 400 for ids outside the vocabulary. */
+  private tokenBias(bias: Readonly<Record<string, number>>): TokenBias {
+    const vocab = (this.model!.fileInfo.metadata as { tokenizer?: { ggml?: { tokens?: ReadonlyArray<string> } } } | undefined)?.tokenizer?.ggml?.tokens?.length
+    const out = new TokenBias(this.model!.tokenizer)
+    for (const [key, value] of Object.entries(bias)) {
+      const token = Number(key)
+      // An id past the vocabulary aborts llama.cpp (std::out_of_range): never hand one over.
+      if (vocab === undefined || !Number.isSafeInteger(token) || token >= vocab) {
+        throw new EngineError(400, `\`logit_bias\` names token ${key}, which is not in this model's vocabulary (${vocab ?? "unknown"} tokens).`, "invalid_value", "logit_bias")
+      }
+      out.set(token as never, value <= -100 ? "never" : { logit: value })
+    }
+    return out
+  }
 
   generate = (req: ChatRequest, signal: AbortSignal, hooks: GenerationHooks): Generation => {
     const chat = this.chat!, sequence = this.sequence!, llama = this.llama!
@@ -194,23 +267,31 @@ export class LlamaCppEngine implements Engine {
     let grammar: LlamaGrammar | undefined
     const stream = req.stream === true
     const includeUsage = stream && req.stream_options?.include_usage === true
-
+    const n = req.n ?? 1
+    const history = toHistory(req.messages)
     const before = sequence.contextTokens
     const outBefore = sequence.tokenMeter.usedOutputTokens
     let first = true
     const channel = stream ? new ByteChannel(() => { /* early stop: the gateway aborts `signal` */ }) : undefined
+    let promptTokens = 0
+    let maxTokens = 0
+    let tokenBias: TokenBias | undefined
 
-    const usageOf = (): Usage => {
-      const completionTokens = sequence.tokenMeter.usedOutputTokens - outBefore
-      const after = sequence.contextTokens
-      // The sequence holds the prompt plus every generated token but the last one, which is
-      // sampled and never evaluated (generation stops right after it).
-      const prompt = Math.max(0, after.length - Math.max(0, completionTokens - 1))
-      return { prompt_tokens: prompt, completion_tokens: completionTokens, total_tokens: prompt + completionTokens }
-    }
-
-    // Grammar first: a bad `response_format` is a 400 before a stream commits to 200.
+    // Everything that can refuse the request runs before a stream commits to 200: the prompt
+    // against the context (counted with the engine's own template and tokenizer), then the grammar.
     const prepare = async (): Promise<void> => {
+      const contextSize = this.config.context_size
+      promptTokens = this.promptTokens(history)
+      const requested = requestedCompletionTokens(req)
+      if (requested !== undefined) {
+        if (promptTokens + requested > contextSize) throw contextExceeded(contextSize, promptTokens, requested)
+        maxTokens = requested
+      } else {
+        // No limit asked: the engine's default, shortened to the room the prompt leaves.
+        if (promptTokens >= contextSize) throw contextExceeded(contextSize, promptTokens, undefined)
+        maxTokens = Math.min(this.config.max_tokens, contextSize - promptTokens)
+      }
+      if (req.logit_bias && Object.keys(req.logit_bias).length > 0) tokenBias = this.tokenBias(req.logit_bias)
       const format = req.response_format
       if (format?.type === "json_object") grammar = await llama.getGrammarFor("json")
       else if (format?.type === "json_schema") {
@@ -226,34 +307,53 @@ export class LlamaCppEngine implements Engine {
       }
     }
 
-    const run = async (): Promise<{ text: string; finish: FinishReason; usage: Usage }> => {
+    /** Generates choice `index`; n > 1 runs the choices one after another on the one sequence. */
+    const generateChoice = async (index: number): Promise<Choice> => {
       const stop = req.stop == null ? [] : typeof req.stop === "string" ? [req.stop] : req.stop
       const presence = req.presence_penalty ?? 0, frequency = req.frequency_penalty ?? 0
-      const res = await chat.generateResponse(toHistory(req.messages), {
+      const res = await chat.generateResponse(history, {
         signal,
-        maxTokens: req.max_tokens ?? this.config.max_tokens,
+        maxTokens,
         // OpenAI's defaults (temperature 1, top_p 1), not node-llama-cpp's greedy default.
         temperature: req.temperature ?? 1,
         topP: req.top_p ?? 1,
-        ...(req.seed != null ? { seed: req.seed } : {}),
+        ...(req.top_k != null ? { topK: Math.max(0, req.top_k) } : {}),
+        ...(req.min_p != null ? { minP: req.min_p } : {}),
+        // Each choice its own draw: a seeded request stays reproducible, choice by choice.
+        ...(req.seed != null ? { seed: req.seed + index } : {}),
         ...(stop.length > 0 ? { customStopTriggers: stop.filter((s) => s.length > 0) } : {}),
         // OpenAI has no multiplicative repeat penalty, so it stays off (penalty 1).
         repeatPenalty: presence !== 0 || frequency !== 0 ? { penalty: 1, presencePenalty: presence, frequencyPenalty: frequency } : false,
         ...(grammar ? { grammar } : {}),
+        ...(tokenBias ? { tokenBias } : {}),
         onToken: (tokens) => {
           if (first) { first = false; hooks.firstToken() }
           hooks.tokens(tokens.length)
         },
         ...(channel
-          ? { onTextChunk: (text: string) => { if (text.length > 0) channel.push(sseData(chunk(id, created, model, [{ delta: { content: text }, finish_reason: null }], includeUsage ? null : undefined))) } }
+          ? { onTextChunk: (text: string) => { if (text.length > 0) channel.push(sseData(chunk(id, created, model, [{ index, delta: { content: text }, finish_reason: null }], includeUsage ? null : undefined))) } }
           : {})
       })
-      const usage = usageOf()
-      const reused = Math.min(commonPrefix(before, sequence.contextTokens), usage.prompt_tokens)
+      const choice: Choice = { text: res.response, finish: finishOf(res.metadata.stopReason) }
+      if (channel) channel.push(sseData(chunk(id, created, model, [{ index, delta: {}, finish_reason: choice.finish }], includeUsage ? null : undefined)))
+      return choice
+    }
+
+    const run = async (): Promise<{ choices: Choice[]; usage: Usage }> => {
+      const choices: Choice[] = []
+      for (let i = 0; i < n && !signal.aborted; i++) {
+        if (i > 0 && channel) channel.push(sseData(chunk(id, created, model, [{ index: i, delta: { role: "assistant", content: "" }, finish_reason: null }], includeUsage ? null : undefined)))
+        choices.push(await generateChoice(i))
+      }
+      const completionTokens = sequence.tokenMeter.usedOutputTokens - outBefore
+      // The prompt as counted before generating: what the sequence holds afterwards may be less
+      // (a stop trigger's tokens are trimmed) and is never more.
+      const usage = { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens }
+      const reused = Math.min(commonPrefix(before, sequence.contextTokens), promptTokens)
       this.stats.requests++
-      this.stats.promptTokens += usage.prompt_tokens
+      this.stats.promptTokens += promptTokens
       if (reused > 0) { this.stats.prefixHits++; this.stats.tokensReused += reused }
-      return { text: res.response, finish: finishOf(res.metadata.stopReason), usage }
+      return { choices, usage }
     }
 
     const prepared = prepare()
@@ -262,7 +362,7 @@ export class LlamaCppEngine implements Engine {
 
     if (!channel) {
       const reply = done.then(
-        (r): Reply => ({ type: "json", status: 200, body: completion(id, created, model, r.text, r.finish, r.usage) }),
+        (r): Reply => ({ type: "json", status: 200, body: completion(id, created, model, r.choices, r.usage) }),
         (e: unknown) => { throw asEngineError(e) }
       )
       return { reply, settled }
@@ -272,14 +372,13 @@ export class LlamaCppEngine implements Engine {
     // the role, as OpenAI's do.
     const reply = prepared.then(
       (): Reply => {
-        channel.push(sseData(chunk(id, created, model, [{ delta: { role: "assistant", content: "" }, finish_reason: null }], includeUsage ? null : undefined)))
+        channel.push(sseData(chunk(id, created, model, [{ index: 0, delta: { role: "assistant", content: "" }, finish_reason: null }], includeUsage ? null : undefined)))
         return { type: "sse", events: channel }
       },
       (e: unknown) => { throw asEngineError(e) }
     )
     done.then(
       (r) => {
-        channel.push(sseData(chunk(id, created, model, [{ delta: {}, finish_reason: r.finish }], includeUsage ? null : undefined)))
         if (includeUsage) channel.push(sseData(chunk(id, created, model, [], r.usage)))
       },
       (e: unknown) => {
@@ -315,6 +414,7 @@ export class LlamaCppEngine implements Engine {
       threads: this.context.currentThreads,
       batch_size: this.context.batchSize,
       kv_cache: {
+        context_length: this.config.context_size,
         size_tokens: this.context.contextSize,
         used_tokens: this.sequence.nextTokenIndex,
         state_bytes: this.context.stateSize,

@@ -26,6 +26,9 @@ export const ChatRequest = Schema.Struct({
   model: nullable(Schema.String),
   messages: Schema.Array(ChatMessage).pipe(Schema.minItems(1)),
   max_tokens: nullable(Schema.Int.pipe(Schema.greaterThanOrEqualTo(1))),
+  // What the SDK and newer clients send instead of `max_tokens`; wins when both are given.
+  max_completion_tokens: nullable(Schema.Int.pipe(Schema.greaterThanOrEqualTo(1))),
+  n: nullable(Schema.Int.pipe(Schema.between(1, 128))),
   temperature: nullable(Schema.Number.pipe(Schema.between(0, 2))),
   top_p: nullable(Schema.Number.pipe(Schema.greaterThan(0), Schema.lessThanOrEqualTo(1))),
   seed: nullable(Schema.Int.pipe(Schema.greaterThanOrEqualTo(0))),
@@ -34,6 +37,13 @@ export const ChatRequest = Schema.Struct({
   stop: nullable(Schema.Union(Schema.String, Schema.Array(Schema.String).pipe(Schema.maxItems(4)))),
   presence_penalty: nullable(Schema.Number.pipe(Schema.between(-2, 2))),
   frequency_penalty: nullable(Schema.Number.pipe(Schema.between(-2, 2))),
+  logit_bias: nullable(Schema.Record({ key: Schema.String.pipe(Schema.pattern(/^\d+$/)), value: Schema.Number.pipe(Schema.between(-100, 100)) })),
+  logprobs: nullable(Schema.Boolean),
+  top_logprobs: nullable(Schema.Int.pipe(Schema.between(0, 20))),
+  // llama.cpp server extensions, honoured by llama-cpp engines.
+  // -1 (vLLM's spelling of "off") and 0 both disable it.
+  top_k: nullable(Schema.Int.pipe(Schema.greaterThanOrEqualTo(-1))),
+  min_p: nullable(Schema.Number.pipe(Schema.between(0, 1))),
   response_format: nullable(Schema.Struct({
     type: Schema.Literal("text", "json_object", "json_schema"),
     json_schema: Schema.optional(Schema.Struct({
@@ -45,24 +55,29 @@ export const ChatRequest = Schema.Struct({
 }, Rest).annotations({ identifier: "ChatRequest", description: "OpenAI chat completion request; unknown fields pass through" })
 export type ChatRequest = Schema.Schema.Type<typeof ChatRequest>
 
-/** The spec's HTTPValidationError (FastAPI shape). */
+/** OpenAI's error object: what every OpenAI client reads from a failed request. */
+const ErrorObject = Schema.Struct({
+  message: Schema.String,
+  type: Schema.String,
+  param: Schema.NullOr(Schema.String),
+  code: Schema.NullOr(Schema.String)
+})
+
+/** OpenAI's error body. */
+export const OpenAIErrorBody = Schema.Struct({ error: ErrorObject }).annotations({ identifier: "OpenAIError" })
+
+/**
+ * The spec's HTTPValidationError (FastAPI shape), plus OpenAI's `error` object beside `detail`
+ * naming the first failing field, so OpenAI clients can show what was wrong.
+ */
 export const HTTPValidationError = Schema.Struct({
   detail: Schema.Array(Schema.Struct({
     loc: Schema.Array(Schema.Union(Schema.String, Schema.Number)),
     msg: Schema.String,
     type: Schema.String
-  }))
+  })),
+  error: Schema.optional(ErrorObject)
 }).annotations({ identifier: "HTTPValidationError" })
-
-/** OpenAI's error body. */
-export const OpenAIErrorBody = Schema.Struct({
-  error: Schema.Struct({
-    message: Schema.String,
-    type: Schema.String,
-    param: Schema.NullOr(Schema.String),
-    code: Schema.NullOr(Schema.String)
-  })
-}).annotations({ identifier: "OpenAIError" })
 
 /** `{"error":{message,type,param,code}}` as a JS value. */
 export const errorBody = (message: string, type: string, code: string | null, param: string | null = null) =>
@@ -83,6 +98,13 @@ export const openAIError = (
     ...(opts.headers ? { headers: opts.headers } : {})
   })
 
+/**
+ * The completion length a request asks for: `max_completion_tokens` when given (OpenAI: it
+ * supersedes `max_tokens`), else `max_tokens`, else undefined (the engine's default).
+ */
+export const requestedCompletionTokens = (req: ChatRequest): number | undefined =>
+  req.max_completion_tokens ?? req.max_tokens ?? undefined
+
 /** A fresh completion id (`chatcmpl-` + 24 hex digits). */
 export const completionId = (): string => `chatcmpl-${randomBytes(12).toString("hex")}`
 
@@ -96,23 +118,32 @@ export interface Usage {
 /** OpenAI's finish reasons the gateway produces. */
 export type FinishReason = "stop" | "length"
 
-/** A `chat.completion` object; `created` in Unix seconds. */
-export const completion = (id: string, created: number, model: string, content: string, finish: FinishReason, usage: Usage) => ({
+/** One generated choice: its text and why it ended. */
+export interface Choice {
+  readonly text: string
+  readonly finish: FinishReason
+}
+
+/** A `chat.completion` object with one entry per choice (index order); `created` in Unix seconds. */
+export const completion = (id: string, created: number, model: string, choices: ReadonlyArray<Choice>, usage: Usage) => ({
   id,
   object: "chat.completion" as const,
   created,
   model,
   system_fingerprint: null,
-  choices: [{ index: 0, message: { role: "assistant" as const, content }, logprobs: null, finish_reason: finish }],
+  choices: choices.map((c, index) => ({ index, message: { role: "assistant" as const, content: c.text }, logprobs: null, finish_reason: c.finish })),
   usage
 })
 
-/** One `chat.completion.chunk`; `usage` is present (null or counts) only when the client asked for it. */
+/**
+ * One `chat.completion.chunk`; `usage` is present (null or counts) only when the client asked
+ * for it. `index` is the choice each entry belongs to (n > 1 streams choice after choice).
+ */
 export const chunk = (
   id: string,
   created: number,
   model: string,
-  choices: ReadonlyArray<{ delta: Record<string, unknown>; finish_reason: FinishReason | null }>,
+  choices: ReadonlyArray<{ index?: number; delta: Record<string, unknown>; finish_reason: FinishReason | null }>,
   usage?: Usage | null
 ) => ({
   id,
@@ -120,7 +151,7 @@ export const chunk = (
   created,
   model,
   system_fingerprint: null,
-  choices: choices.map((c, index) => ({ index, delta: c.delta, logprobs: null, finish_reason: c.finish_reason })),
+  choices: choices.map((c, i) => ({ index: c.index ?? i, delta: c.delta, logprobs: null, finish_reason: c.finish_reason })),
   ...(usage !== undefined ? { usage } : {})
 })
 

@@ -8,9 +8,16 @@
  */
 import * as http from "node:http"
 import * as https from "node:https"
+import * as net from "node:net"
 import type { UpstreamEngineConfig } from "./Config.ts"
-import { ByteChannel, EngineError, type Engine, type Generation, type GenerationHooks, type Reply } from "./Engine.ts"
-import { errorBody, SSE_DONE, sseData, type ChatRequest } from "./OpenAI.ts"
+import { ByteChannel, EngineError, type Engine, type Generation, type GenerationHooks, type Reply, type Unavailable } from "./Engine.ts"
+import { errorBody, requestedCompletionTokens, SSE_DONE, sseData, type ChatRequest } from "./OpenAI.ts"
+
+/** Errors meaning no request reached the upstream at all: nothing listens, or no such host. */
+const REFUSED = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH"])
+
+/** How often a refusing upstream is probed again (a TCP connect), at most, in ms. */
+const PROBE_EVERY_MS = 1000
 
 const DATA_PREFIX = Buffer.from("data: {")
 
@@ -32,6 +39,10 @@ export class UpstreamEngine implements Engine {
   private readonly request: typeof http.request
   private readonly baseHeaders: Record<string, string>
   private stats = { requests: 0, failures: 0 }
+  /** Set while the upstream refuses connections; cleared by a probe that connects. */
+  private down: string | undefined
+  private probing: Promise<void> | undefined
+  private lastProbe = 0
 
   private constructor(readonly config: UpstreamEngineConfig, private readonly log: (line: string) => void) {
     this.id = config.id
@@ -52,7 +63,50 @@ export class UpstreamEngine implements Engine {
     return new UpstreamEngine(config, log)
   }
 
-  unavailableReason = (): string | undefined => undefined
+  /**
+   * Unavailable while the upstream refuses connections (seen by a request or the boot probe).
+   * Asking while down starts a new probe at most once per PROBE_EVERY_MS, so the engine comes
+   * back on its own once something listens again.
+   */
+  unavailable = (): Unavailable | undefined => {
+    if (this.down === undefined) return undefined
+    if (!this.probing && performance.now() - this.lastProbe >= PROBE_EVERY_MS) void this.probe()
+    return { reason: this.down, retryable: false }
+  }
+
+  /**
+   * Opens (and closes) one TCP connection to the upstream: refused marks the engine down,
+   * connected marks it up. Resolves once known (within 2 s); never rejects.
+   */
+  probe = (): Promise<void> => {
+    if (this.probing) return this.probing
+    this.lastProbe = performance.now()
+    const port = Number(this.target.port) || (this.target.protocol === "https:" ? 443 : 80)
+    this.probing = new Promise<void>((resolve) => {
+      const socket = net.connect({ host: this.target.hostname.replace(/^\[|\]$/g, ""), port })
+      const finish = () => { socket.destroy(); this.probing = undefined; resolve() }
+      socket.setTimeout(2000, finish)
+      socket.once("connect", () => { this.down = undefined; finish() })
+      socket.once("error", (e: NodeJS.ErrnoException) => {
+        if (e.code && REFUSED.has(e.code)) this.markDown(e.code)
+        finish()
+      })
+    })
+    return this.probing
+  }
+
+  private markDown(code: string): void {
+    if (this.down === undefined) this.log(`gateway: engine ${this.id} unavailable: upstream ${this.target.origin} refuses connections (${code})`)
+    this.down = `upstream ${this.target.origin} refuses connections (${code})`
+    this.lastProbe = performance.now()
+  }
+
+  refuse = (): EngineError | undefined => undefined
+
+  completionBudget = (req: ChatRequest): number | undefined => {
+    const requested = requestedCompletionTokens(req)
+    return requested === undefined ? undefined : requested * (req.n ?? 1)
+  }
 
   generate = (req: ChatRequest, signal: AbortSignal, hooks: GenerationHooks, raw?: string): Generation => {
     // The client's bytes go upstream as they came (number spelling, key order, unknown fields);
@@ -70,10 +124,20 @@ export class UpstreamEngine implements Engine {
       let answered = false
       const fail = (e: Error) => {
         this.stats.failures++
+        const code = (e as NodeJS.ErrnoException).code
+        if (code && REFUSED.has(code) && !answered) {
+          // Nothing reached the upstream: the model is unavailable, and a retry cannot help until
+          // someone starts it (the probe notices).
+          answered = true
+          this.markDown(code)
+          reject(new EngineError(503, `Model \`${this.id}\` is unavailable: ${this.down}.`, "model_unavailable", null, { "x-should-retry": "false" }))
+          settle()
+          return
+        }
         if (!signal.aborted) this.log(`gateway: engine ${this.id}: upstream ${this.target.origin} failed: ${e.message}`)
         if (!answered) {
           answered = true
-          reject(new EngineError(502, `upstream of engine ${this.id} failed: ${(e as NodeJS.ErrnoException).code ?? e.message}`, "upstream_error"))
+          reject(new EngineError(502, `upstream of engine ${this.id} failed: ${code ?? e.message}`, "upstream_error"))
         }
         settle()
       }
@@ -141,7 +205,8 @@ export class UpstreamEngine implements Engine {
   health = async (): Promise<Record<string, unknown>> => ({
     id: this.id,
     kind: this.kind,
-    available: true,
+    available: this.down === undefined,
+    ...(this.down !== undefined ? { reason: this.down } : {}),
     url: this.target.origin + this.target.pathname,
     requests: this.stats.requests,
     failures: this.stats.failures

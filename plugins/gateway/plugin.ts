@@ -29,9 +29,12 @@ export const makeGateway = (config: Config, configDir: string, log: (line: strin
   })
 }
 
-/** Waits until every llama.cpp engine finished loading (or failed to). */
+/**
+ * Waits until every llama.cpp engine finished loading (or failed to) and every upstream was
+ * probed once (a TCP connect), so `/status` says from the start which engines can serve.
+ */
 export const engineLoads = (gateway: Gateway): Promise<void> =>
-  Promise.all([...gateway.engines.values()].map((e) => (e instanceof LlamaCppEngine ? e.ready : undefined))).then(() => undefined)
+  Promise.all([...gateway.engines.values()].map((e) => (e instanceof LlamaCppEngine ? e.ready : e instanceof UpstreamEngine ? e.probe() : undefined))).then(() => undefined)
 
 export default definePlugin({
   name: "gateway",

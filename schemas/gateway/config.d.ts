@@ -39,7 +39,7 @@ export interface GatewayConfig {
 token: MinLength1
 admin_token?: (string | null)
 /**
- * Retry-After of a busy refusal, in seconds
+ * Retry-After of a busy refusal while the engine's pace is unknown (no generation measured yet), in seconds; otherwise it is derived from the running generation's remaining budget
  */
 retry_after_s?: Positive
 engines: MinItems1
@@ -68,7 +68,7 @@ device?: ("cpu" | "gpu")
 model_path: string
 threads?: Between01024
 /**
- * KV cache size in tokens (bounds RAM/VRAM use)
+ * context window in tokens: a prompt plus its completion budget over it is a 400 `context_length_exceeded` (the KV cache holds one token more; it bounds RAM/VRAM use)
  */
 context_size?: Between161048576
 /**
@@ -76,7 +76,7 @@ context_size?: Between161048576
  */
 batch_size?: Between165536
 /**
- * completion length when a request sets no `max_tokens`
+ * completion length when a request sets neither `max_completion_tokens` nor `max_tokens` (shortened to the room the prompt leaves in the context)
  */
 max_tokens?: Positive1
 }

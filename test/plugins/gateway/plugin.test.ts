@@ -86,7 +86,8 @@ describe("gateway boots in the kernel", () => {
         { id: "model-missing", engine: "llama-cpp/cpu", available: false },
         { id: "upstream", engine: "upstream", available: true },
         { id: "upstream-batch", engine: "upstream", available: true },
-        { id: "upstream-down", engine: "upstream", available: true }
+        // Probed at start: nothing listens on port 9.
+        { id: "upstream-down", engine: "upstream", available: false }
       ]
     })
   })
@@ -133,7 +134,11 @@ describe("request errors", () => {
   it("422 HTTPValidationError with one issue per field", async () => {
     const r = await chat({ messages: hi, temperature: 2.5 })
     expect(r.status).toBe(422)
-    expect(r.json()).toEqual({ detail: [{ loc: ["body", "temperature"], msg: expect.any(String), type: expect.any(String) }] })
+    expect(r.json()).toEqual({
+      detail: [{ loc: ["body", "temperature"], msg: expect.any(String), type: expect.any(String) }],
+      // Beside the spec's detail, OpenAI's error object naming the field, for OpenAI clients.
+      error: { message: expect.stringContaining("`temperature`"), type: "invalid_request_error", param: "temperature", code: "invalid_value" }
+    })
     const cases: Array<[Record<string, unknown>, Array<string | number>]> = [
       [{ messages: [] }, ["body", "messages"]],
       [{}, ["body", "messages"]],
@@ -161,6 +166,24 @@ describe("request errors", () => {
     expect(r.status).toBe(200)
   })
 
+  it("every path and method under /v1 answers OpenAI's error object", async () => {
+    const cases: Array<[string, string, number, string]> = [
+      ["GET", "/v1/nope", 404, "unknown_url"],
+      ["POST", "/v1/models/model-linear", 405, "method_not_allowed"],
+      ["DELETE", "/v1/chat/completions", 405, "method_not_allowed"],
+      ["OPTIONS", "/v1/chat/completions", 405, "method_not_allowed"],
+      ["PUT", "/v1/a/b/c", 404, "unknown_url"],
+      ["GET", "/v1/", 404, "unknown_url"],
+      ["POST", "/v1", 404, "unknown_url"],
+      ["GET", "/v1/models/nope", 404, "model_not_found"]
+    ]
+    for (const [method, p, status, code] of cases) {
+      const r = await request(base, method, p, { token: TOKEN })
+      expect(r.status, `${method} ${p}`).toBe(status)
+      expect(r.json()).toEqual({ error: { message: expect.any(String), type: "invalid_request_error", param: code === "model_not_found" ? "model" : null, code } })
+    }
+  })
+
   it("404 model_not_found for an unknown model", async () => {
     const r = await chat({ model: "gpt-99", messages: hi })
     expect(r.status).toBe(404)
@@ -177,9 +200,13 @@ describe("request errors", () => {
     const r = await chat({ model: "model-missing", messages: hi })
     expect(r.status).toBe(503)
     expect(r.json().error).toMatchObject({ code: "model_unavailable", message: expect.stringContaining("model file not found") })
+    // A retry cannot fix it: the OpenAI SDKs honour this header and do not retry.
+    expect(r.headers["x-should-retry"]).toBe("false")
+    expect(r.headers["retry-after"]).toBeUndefined()
     const g = await chat({ model: "model-linear-gpu", messages: hi })
     expect(g.status).toBe(503)
     expect(g.json().error.message).toMatch(/GPU/)
+    expect(g.headers["x-should-retry"]).toBe("false")
   })
 })
 
@@ -281,7 +308,9 @@ describe("llama-cpp engine", () => {
     const e = h.engines[0]
     expect(e.prefix_cache.hits).toBeGreaterThan(before.hits)
     expect(e.prefix_cache.tokens_reused).toBeGreaterThan(before.tokens_reused + 5)
-    expect(e.kv_cache.size_tokens).toBe(2048)
+    expect(e.kv_cache.context_length).toBe(2048)
+    // One slot more than the context, so a prompt of context - 1 tokens with max_tokens 1 fits.
+    expect(e.kv_cache.size_tokens).toBeGreaterThan(2048)
     expect(e.kv_cache.used_tokens).toBeGreaterThan(0)
     expect(e.model.size_bytes).toBeGreaterThan(0)
     expect(e.model.size_bytes).toBeLessThanOrEqual(fs.statSync(modelPath).size)
@@ -302,9 +331,14 @@ describe("one generation at a time", () => {
     // Never queued: every refusal was answered while the winner was still generating.
     expect(ok[0]!.ms).toBeGreaterThan(slowest)
     for (const r of refused) {
-      expect(r.headers["retry-after"]).toBe("1")
+      // Retry hints from the running generation's remaining budget, jittered per client.
+      const ms = Number(r.headers["retry-after-ms"])
+      expect(ms).toBeGreaterThanOrEqual(100)
+      expect(ms).toBeLessThan(60_000)
+      expect(r.headers["retry-after"]).toBe(String(Math.ceil(ms / 1000)))
       expect(JSON.parse(r.text)).toEqual({ error: { message: expect.stringContaining("busy"), type: "server_error", param: null, code: "engine_busy" } })
     }
+    expect(new Set(refused.map((r) => r.headers["retry-after-ms"])).size).toBeGreaterThan(refused.length / 2)
     // Under 50 ms each. On a machine whose cores are oversubscribed by other processes the
     // event loop itself is descheduled, so the figure is reported rather than asserted there.
     const perCore = os.loadavg()[0]! / os.cpus().length
@@ -381,15 +415,17 @@ describe("upstream engine", () => {
     expect((await chat({ model: "upstream", messages: hi })).status).toBe(200)
   })
 
-  it("passes upstream error statuses through and answers 502 when the upstream is down", async () => {
+  it("passes upstream error statuses through; an upstream refusing connections is unavailable (503, no retry)", async () => {
     const r = await chat({ model: "upstream", messages: hi, fixture_status: 429 })
     expect(r.status).toBe(429)
     expect(r.headers["retry-after"]).toBe("7")
     expect(r.json().error.code).toBe("fixture")
-    const down = await chat({ model: "upstream-down", messages: hi })
-    expect(down.status).toBe(502)
-    expect(down.json().error).toMatchObject({ type: "server_error", code: "upstream_error" })
-    expect((await chat({ model: "upstream-down", messages: hi })).status).toBe(502)
+    for (let i = 0; i < 2; i++) {
+      const down = await chat({ model: "upstream-down", messages: hi })
+      expect(down.status).toBe(503)
+      expect(down.headers["x-should-retry"]).toBe("false")
+      expect(down.json().error).toMatchObject({ type: "server_error", code: "model_unavailable", message: expect.stringContaining("ECONNREFUSED") })
+    }
   })
 
   it("refuses stream on a non-streaming upstream engine", async () => {
