@@ -20,6 +20,24 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { makeSimulator, MAX_STEP, type MachineJson, type Simulator } from "../plugins/chip-sim/engine/index.ts"
 import { advance, bootFunctional, functionalTestImage } from "./functional.ts"
+import { assemble } from "../plugins/chip-sim/assembler/Assembler.ts"
+import { EXAMPLES } from "../plugins/chip-sim/console/Examples.ts"
+
+/**
+ * Frames per second of the moving-sprite example cartridge at transistor level: `frames` frames
+ * of the console protocol (input held at 0x05: the ball moves every frame) on `sim`.
+ */
+const spriteFrames = (sim: Simulator, frames: number): number => {
+  const req = EXAMPLES.find((e) => e.name === "sprite")!.request
+  const rom = assemble(req.rom.source)
+  const mem = new Uint8Array(65536)
+  mem.set(rom.image, rom.org)
+  const boot = sim.boot({ memory: mem, resetVector: rom.org })
+  const t = performance.now()
+  const r = sim.frames({ machine: boot.machine as MachineJson, frames, tick: 0x0d, input: 0x02, inputByte: 0x05, maxHalfCycles: MAX_STEP, screen: { addr: 0x0500, length: 128 } })
+  if (r.frames.filter((f) => f.completed).length !== frames) throw new Error("sprite cartridge: a frame did not complete")
+  return Math.round((frames / (performance.now() - t)) * 1000)
+}
 
 /** perfect6502 (C) on Klaus Dormann's functional test, measured on this machine kind (issue 21). */
 const PERFECT6502_FUNCTIONAL_HALF_CYCLES_PER_S = 41_000
@@ -109,8 +127,13 @@ export async function benchChip(): Promise<Record<string, number>> {
     }
   }
 
+  const spriteOn = spriteFrames(makeSimulator(NETLIST), 60)
+  const spriteOff = spriteFrames(makeSimulator(NETLIST, { memo: false }), 60)
+
   const figures = {
     ...functional,
+    sprite_cartridge_frames_per_s: spriteOn,
+    sprite_cartridge_nomemo_frames_per_s: spriteOff,
     load_ms: loadMs,
     boot_ms: bootMs,
     long_run_half_cycles: total,
@@ -130,6 +153,7 @@ export async function benchChip(): Promise<Record<string, number>> {
       `one 200,000-half-cycle step() incl. decode/encode: ${n(stepWarm)} ms warm, ${n(stepCold)} ms cold, ` +
       `${n(stepPlain)} ms memo off; netlist load ${loadMs} ms, boot ${bootMs} ms`
   )
+  console.log(`chip: sprite cartridge ${n(spriteOn)} frames/s (memo off ${n(spriteOff)}), 60 frames of the console protocol`)
   if (functional.functional_half_cycles !== undefined) {
     const f = functional
     console.log(
