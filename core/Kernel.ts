@@ -11,7 +11,8 @@ import { createRequire } from "node:module"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
-import type { GraphOperation, JobType, McpTool } from "./Contribution.ts"
+import type { GraphOperation, McpTool } from "./Contribution.ts"
+import type { ExtensionPoint } from "./ExtensionPoint.ts"
 import type { LoadedConfig } from "./Config.ts"
 import { ConfigError, ConfigErrors, issuesToErrors, loadConfig, parseConfig, PluginEntry } from "./Config.ts"
 import * as Logging from "./Logging.ts"
@@ -21,7 +22,7 @@ import { isPluginDefinition } from "./Plugin.ts"
 import { DuplicateContribution, Registry } from "./Registry.ts"
 import type { MountedRoute } from "./Server.ts"
 import { makeApp, serveListener } from "./Server.ts"
-import { GraphOpRegistry, JobTypeRegistry, McpToolRegistry, PlatformInfo } from "./Services.ts"
+import { Extensions, GraphOpRegistry, McpToolRegistry, PlatformInfo } from "./Services.ts"
 
 /** Root of this repository (built-in plugins live in `plugins/<name>/plugin.ts`). */
 export const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..")
@@ -52,9 +53,10 @@ export interface PluginStatus {
   readonly dependsOn: ReadonlyArray<string>
   readonly contributions: {
     readonly routes: number
-    readonly jobTypes: ReadonlyArray<string>
     readonly graphOps: ReadonlyArray<string>
     readonly mcpTools: ReadonlyArray<string>
+    /** Ids registered into each extension point, under the point's `name` (`jobTypes`). */
+    readonly [point: string]: number | ReadonlyArray<string>
   }
   readonly details?: Record<string, unknown>
 }
@@ -64,10 +66,10 @@ export interface Kernel {
   readonly loaded: LoadedConfig
   readonly plugins: ReadonlyArray<PluginStatus>
   readonly routes: ReadonlyMap<string, ReadonlyArray<MountedRoute>>
-  readonly jobTypes: Registry<JobType>
+  readonly extensions: Context.Tag.Service<Extensions>
   readonly graphOps: Registry<GraphOperation>
   readonly mcpTools: Registry<McpTool & { listener: string }>
-  readonly context: Context.Context<JobTypeRegistry | GraphOpRegistry | McpToolRegistry | PlatformInfo>
+  readonly context: Context.Context<Extensions | GraphOpRegistry | McpToolRegistry | PlatformInfo>
   readonly starts: ReadonlyArray<Effect.Effect<void, never, any>>
   /** Bound listeners, filled by `serve`. */
   readonly listeners: Map<string, ListenerInfo>
@@ -75,7 +77,7 @@ export interface Kernel {
 
 const KERNEL_KEYS = new Set(["enabled", "listener", "module"])
 
-const NO_CONTRIBUTIONS: PluginStatus["contributions"] = { routes: 0, jobTypes: [], graphOps: [], mcpTools: [] }
+const NO_CONTRIBUTIONS: PluginStatus["contributions"] = { routes: 0, graphOps: [], mcpTools: [] }
 
 /** Resolves and imports a plugin module; returns its definition. */
 export const importPlugin = async (name: string, module: string | undefined, configDir: string): Promise<{ def: PluginDefinition; source: string }> => {
@@ -165,10 +167,17 @@ export const boot = (loaded: LoadedConfig, mode: BootMode = "serve"): Effect.Eff
     const dataDir = path.resolve(loaded.dir, config.data_dir)
     const listeners = new Map<string, ListenerInfo>()
     const listenerNames = new Set(config.listeners.map((l) => l.name))
-    const jobTypes = new Registry<JobType>("job type")
+    const points = new Map<string, Registry<any>>()
+    const extensions: Context.Tag.Service<Extensions> = {
+      registry: <T>(point: ExtensionPoint<T>): Registry<T> => {
+        let registry = points.get(point.name)
+        if (!registry) points.set(point.name, (registry = new Registry<T>(point.kind)))
+        return registry
+      }
+    }
     const graphOps = new Registry<GraphOperation>("graph operation")
     const mcpTools = new Registry<McpTool & { listener: string }>("MCP tool")
-    const context = Context.make(JobTypeRegistry, jobTypes).pipe(
+    const context = Context.make(Extensions, extensions).pipe(
       Context.add(GraphOpRegistry, graphOps),
       Context.add(McpToolRegistry, mcpTools),
       Context.add(PlatformInfo, { dataDir, configDir: loaded.dir, listener: (n: string) => listeners.get(n) })
@@ -261,7 +270,12 @@ export const boot = (loaded: LoadedConfig, mode: BootMode = "serve"): Effect.Eff
       }
       const contrib: Contributions = exit.value
       for (const route of contrib.routes ?? []) yield* mount(c.listener, c.name, route)
-      for (const jt of contrib.jobTypes ?? []) yield* jobTypes.register(c.name, jt.id, jt)
+      const extended: Record<string, Array<string>> = {}
+      for (const { point, value } of contrib.extensions ?? []) {
+        const id = point.idOf(value)
+        yield* extensions.registry(point).register(c.name, id, value)
+        ;(extended[point.name] ??= []).push(id)
+      }
       for (const op of contrib.graphOps ?? []) yield* graphOps.register(c.name, op.name, op)
       for (const tool of contrib.mcpTools ?? []) yield* mcpTools.register(c.name, `${c.listener}/${tool.name}`, { ...tool, listener: c.listener })
       if (contrib.start) starts.push(contrib.start.pipe(Effect.provide(context), Effect.annotateLogs({ plugin: c.name })))
@@ -270,7 +284,7 @@ export const boot = (loaded: LoadedConfig, mode: BootMode = "serve"): Effect.Eff
         status: "running",
         contributions: {
           routes: contrib.routes?.length ?? 0,
-          jobTypes: (contrib.jobTypes ?? []).map((j) => j.id),
+          ...extended,
           graphOps: (contrib.graphOps ?? []).map((g) => g.name),
           mcpTools: (contrib.mcpTools ?? []).map((t) => t.name)
         },
@@ -286,7 +300,7 @@ export const boot = (loaded: LoadedConfig, mode: BootMode = "serve"): Effect.Eff
       }
     }
     const plugins = Object.keys(config.plugins).map((n) => statuses.get(n)!).filter(Boolean)
-    return { loaded, plugins, routes, jobTypes, graphOps, mcpTools, context, starts, listeners } satisfies Kernel
+    return { loaded, plugins, routes, extensions, graphOps, mcpTools, context, starts, listeners } satisfies Kernel
   })
 
 /** Opens every listener of a booted kernel and runs the plugins' `start` effects (scoped). */

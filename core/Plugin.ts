@@ -14,7 +14,8 @@
  */
 import type { Effect, Scope } from "effect"
 import { Schema } from "effect"
-import type { GraphOperation, JobType, McpTool } from "./Contribution.ts"
+import type { GraphOperation, McpTool } from "./Contribution.ts"
+import type { Extension } from "./ExtensionPoint.ts"
 import type { Route } from "./Route.ts"
 import type { KernelServices } from "./Services.ts"
 
@@ -56,7 +57,8 @@ export interface PluginContext<C> {
 /** Everything a plugin contributes. All members optional. */
 export interface Contributions {
   readonly routes?: ReadonlyArray<Route>
-  readonly jobTypes?: ReadonlyArray<JobType>
+  /** Values registered into other plugins' extension points (`ExtensionPoint.extend`). */
+  readonly extensions?: ReadonlyArray<Extension>
   readonly graphOps?: ReadonlyArray<GraphOperation>
   readonly mcpTools?: ReadonlyArray<McpTool>
   /** Background work started after all plugins registered; interrupted at shutdown. */

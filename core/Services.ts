@@ -1,14 +1,15 @@
 /**
  * Services the kernel provides to every plugin's `setup` and `start`: the contribution
- * registries and the platform facts (data directory, listeners).
+ * registries (the kernel's own kinds and the plugins' extension points) and the platform facts (data directory, listeners).
  */
 import { Context } from "effect"
-import type { GraphOperation, JobType, McpTool } from "./Contribution.ts"
+import type { GraphOperation, McpTool } from "./Contribution.ts"
+import type * as ExtensionPoint from "./ExtensionPoint.ts"
 import type { ListenerInfo } from "./Plugin.ts"
 import type { Registry } from "./Registry.ts"
 
-/** Job types contributed by plugins; the jobs runtime reads it when jobs are submitted. */
-export class JobTypeRegistry extends Context.Tag("@platform/core/JobTypeRegistry")<JobTypeRegistry, Registry<JobType>>() {}
+/** The registries of every extension point (`ExtensionPoint.ts`); a point's owner reads its own. */
+export class Extensions extends Context.Tag("@platform/core/Extensions")<Extensions, ExtensionPoint.Extensions>() {}
 
 /** Graph operations contributed by plugins; the graph runner reads it. */
 export class GraphOpRegistry extends Context.Tag("@platform/core/GraphOpRegistry")<GraphOpRegistry, Registry<GraphOperation>>() {}
@@ -24,4 +25,4 @@ export class PlatformInfo extends Context.Tag("@platform/core/PlatformInfo")<Pla
 }>() {}
 
 /** Union of the services above, as an Effect requirement. */
-export type KernelServices = JobTypeRegistry | GraphOpRegistry | McpToolRegistry | PlatformInfo
+export type KernelServices = Extensions | GraphOpRegistry | McpToolRegistry | PlatformInfo

@@ -1,5 +1,5 @@
 import { Flags } from "@oclif/core"
-import { runWorkers } from "../../core/jobs/WorkerMode.ts"
+import { runWorkers } from "../../plugins/jobs/runtime/WorkerMode.ts"
 import { configFlag, PlatformCommand } from "../Base.ts"
 
 /**

@@ -1,24 +1,25 @@
 /**
  * Plugin `jobs`: the asynchronous Jobs API (research-jobs spec) on listener `jobs` (port 9003 by
  * default) and the `files` store served beside it at `/files`. It builds the jobs runtime
- * (`core/jobs`) from its config and runs workers; job types come from every plugin's `jobTypes`
- * contribution through `JobTypeRegistry`, looked up when a job is submitted or delivered, so
- * plugins that depend on `jobs` (set up after it) still plug in.
+ * (`runtime/`) from its config and runs workers. It owns the `JobTypes` extension point
+ * (`Contract.ts`): job plugins depend on `jobs` and register their types there; types are looked
+ * up when a job is submitted or delivered, so plugins set up after this one still plug in.
  *
  * Role: `all` (API and, with `workers: true`, workers) for `platform serve`; `worker` (no
  * routes, workers only, against Redis) when the process is `platform worker` (see
- * `core/jobs/WorkerMode.ts`, which sets `PLATFORM_JOBS_ROLE=worker`).
+ * `runtime/WorkerMode.ts`, which sets `PLATFORM_JOBS_ROLE=worker`).
  */
 import * as path from "node:path"
 import { Effect, Schema } from "effect"
 import { definePlugin, PluginBootError } from "../../core/Plugin.ts"
-import { JobTypeRegistry } from "../../core/Services.ts"
-import { FilesSettings, makeFileStore, uploadKey } from "../../core/jobs/FileStore.ts"
-import { routes } from "../../core/jobs/Http.ts"
-import { JobsRuntime, type Role } from "../../core/jobs/Runtime.ts"
-import { JobsSettings } from "../../core/jobs/Settings.ts"
-import { startWorkerThread, type WorkerThread } from "../../core/jobs/WorkerThread.ts"
-import { CONCURRENCY_ENV, FILES_URL_ENV, ROLE_ENV } from "../../core/jobs/WorkerMode.ts"
+import { Extensions } from "../../core/Services.ts"
+import { JobTypes } from "./JobType.ts"
+import { FilesSettings, makeFileStore, uploadKey } from "./runtime/FileStore.ts"
+import { routes } from "./runtime/Http.ts"
+import { JobsRuntime, type Role } from "./runtime/Runtime.ts"
+import { JobsSettings } from "./runtime/Settings.ts"
+import { startWorkerThread, type WorkerThread } from "./runtime/WorkerThread.ts"
+import { CONCURRENCY_ENV, FILES_URL_ENV, ROLE_ENV } from "./runtime/WorkerMode.ts"
 
 /** Config of `plugins.jobs` in platform.yaml: the runtime settings plus the file store. */
 export const JobsConfig = Schema.extend(
@@ -38,7 +39,7 @@ export default definePlugin({
   config: JobsConfig,
   setup: (ctx) =>
     Effect.gen(function*() {
-      const registry = yield* JobTypeRegistry
+      const registry = (yield* Extensions).registry(JobTypes)
       const role: Role = process.env[ROLE_ENV] === "worker" ? "worker" : "all"
       const concurrency = role === "worker" ? Number(process.env[CONCURRENCY_ENV]) || undefined : undefined
       const settings = concurrency ? { ...ctx.config, limits: { ...ctx.config.limits, worker_concurrency: concurrency } } : ctx.config
@@ -80,7 +81,7 @@ export default definePlugin({
         (rt) => Effect.promise(() => rt.close())
       )
       const key = uploadKey(ctx.config.files)
-      // `platform serve` with redis: workers in a thread of their own (see core/jobs/WorkerThread.ts).
+      // `platform serve` with redis: workers in a thread of their own (see runtime/WorkerThread.ts).
       let inThread = role === "all" && ctx.config.backend === "redis" && ctx.config.workers && ctx.config.worker_thread
       const startHere = Effect.promise(() => rt.startWorkers())
       const startInThread = Effect.acquireRelease(

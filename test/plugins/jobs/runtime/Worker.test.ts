@@ -1,13 +1,13 @@
 import { Schema } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import type { JobType } from "../../../core/Contribution.ts"
-import type { FileStore } from "../../../core/jobs/FileStore.ts"
-import { type Job, nowIso } from "../../../core/jobs/Job.ts"
-import type { JobQueue } from "../../../core/jobs/Queue.ts"
-import { RedisJobStore } from "../../../core/jobs/RedisJobStore.ts"
-import { decodeSettings } from "../../../core/jobs/Settings.ts"
-import { ClaimLost, JobWorker } from "../../../core/jobs/Worker.ts"
-import { startRedis } from "./support.ts"
+import type { JobType } from "../../../../plugins/jobs/Contract.ts"
+import type { FileStore } from "../../../../plugins/jobs/runtime/FileStore.ts"
+import { type Job, nowIso } from "../../../../plugins/jobs/runtime/Job.ts"
+import type { JobQueue } from "../../../../plugins/jobs/runtime/Queue.ts"
+import { RedisJobStore } from "../../../../plugins/jobs/runtime/RedisJobStore.ts"
+import { decodeSettings } from "../../../../plugins/jobs/runtime/Settings.ts"
+import { ClaimLost, JobWorker } from "../../../../plugins/jobs/runtime/Worker.ts"
+import { startRedis } from "../support.ts"
 
 const queued = (id: string): Job => {
   const at = nowIso()

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { JobFailure } from "../../../core/Contribution.ts"
-import { Fetcher, retryAfterMs } from "../../../core/net/Fetcher.ts"
-import { directOnly, parseGeo } from "../../../core/net/GeoRouting.ts"
-import { RateLimiter } from "../../../core/net/RateLimiter.ts"
-import { type Fixture, serve } from "../../fixtures/pages-server.ts"
+import { JobFailure } from "../../../../plugins/jobs/Contract.ts"
+import { Fetcher, retryAfterMs } from "../../../../plugins/jobs/net/Fetcher.ts"
+import { directOnly, parseGeo } from "../../../../plugins/jobs/net/GeoRouting.ts"
+import { RateLimiter } from "../../../../plugins/jobs/net/RateLimiter.ts"
+import { type Fixture, serve } from "../../../fixtures/pages-server.ts"
 import { expectJobFailure } from "./jobContext.ts"
 
 let fx: Fixture

@@ -5,9 +5,9 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { ROOT, startPlatform } from "../../../core/Kernel.ts"
-import { startWorkerThread } from "../../../core/jobs/WorkerThread.ts"
-import { jobsClient, platformYaml, startRedis, tempDir, type TestRedis } from "./support.ts"
+import { ROOT, startPlatform } from "../../../../core/Kernel.ts"
+import { startWorkerThread } from "../../../../plugins/jobs/runtime/WorkerThread.ts"
+import { jobsClient, platformYaml, startRedis, tempDir, type TestRedis } from "../support.ts"
 
 let redis: TestRedis
 beforeAll(async () => {

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { expect } from "vitest"
-import { type JobContext, JobFailure } from "../../../core/Contribution.ts"
+import { type JobContext, JobFailure } from "../../../../plugins/jobs/Contract.ts"
 
 export interface TestJobContext extends JobContext {
   readonly controller: AbortController

@@ -8,7 +8,7 @@ import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { Redis } from "ioredis"
-import type { Job } from "../../../core/jobs/Job.ts"
+import type { Job } from "../../../plugins/jobs/runtime/Job.ts"
 
 /** A free TCP port on 127.0.0.1 (bound then released). */
 export const freePort = (): Promise<number> =>

@@ -12,7 +12,7 @@
  * Transient kinds leave `retryable` unset so the job's own `retry_policy` decides; permanent
  * ones set `retryable: false`, which no `retry_on` can override.
  */
-import { JobFailure } from "../Contribution.ts"
+import { JobFailure } from "../JobType.ts"
 
 /** Marker reason used when our own deadline (not the caller) aborts a request. */
 export class DeadlineExceeded extends Error {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { TurnBatch } from "../../../core/jobs/TurnBatch.ts"
+import { TurnBatch } from "../../../../plugins/jobs/runtime/TurnBatch.ts"
 
 describe("TurnBatch", () => {
   it("sends the items of one turn together, at most `max` at a time, each answered by position", async () => {

@@ -5,9 +5,10 @@
  * any machines reaching the same Redis, share the work.
  */
 import { Cause, Effect, Exit, Scope } from "effect"
-import { loadConfig, parseConfig } from "../Config.ts"
-import { boot } from "../Kernel.ts"
-import * as Logging from "../Logging.ts"
+import { loadConfig, parseConfig } from "../../../core/Config.ts"
+import { boot } from "../../../core/Kernel.ts"
+import * as Logging from "../../../core/Logging.ts"
+import { JobTypes } from "../JobType.ts"
 
 /** Environment variable the `jobs` plugin reads to pick its role (`worker`: no routes, workers only). */
 export const ROLE_ENV = "PLATFORM_JOBS_ROLE"
@@ -61,7 +62,7 @@ export const runWorkers = async (
   }
   let stopped: Promise<void> | undefined
   return {
-    jobTypes: exit.value.jobTypes.ids(),
+    jobTypes: exit.value.extensions.registry(JobTypes).ids(),
     stop() {
       stopped ??= Effect.runPromise(Scope.close(scope, Exit.void).pipe(Effect.provide(logger)))
       return stopped

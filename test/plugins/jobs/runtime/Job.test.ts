@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest"
-import { backoffSeconds, newJobId, shouldRetry } from "../../../core/jobs/Job.ts"
-import { classify } from "../../../core/jobs/Worker.ts"
-import { JobFailure } from "../../../core/Contribution.ts"
+import { backoffSeconds, newJobId, shouldRetry } from "../../../../plugins/jobs/runtime/Job.ts"
+import { classify } from "../../../../plugins/jobs/runtime/Worker.ts"
+import { JobFailure } from "../../../../plugins/jobs/Contract.ts"
 
 const policy = { max_retries: 3, retry_on: ["TIMEOUT", "NETWORK_ERROR"] as const, no_retry_on: ["VALIDATION_ERROR"] as const }
 

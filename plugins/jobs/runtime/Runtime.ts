@@ -8,7 +8,7 @@
  */
 import * as path from "node:path"
 import { Either, Schema } from "effect"
-import { JobFailure } from "../Contribution.ts"
+import { JobFailure } from "../JobType.ts"
 import type { FileStore } from "./FileStore.ts"
 import { isTerminal, type Job, type JobStatus, newJobId, nowIso, type RetryPolicy, RetryPolicyInput, secondsBetween } from "./Job.ts"
 import { FileJobStore, type JobStore, type ListPage, type ListQuery, scheduledMs } from "./JobStore.ts"

@@ -9,7 +9,7 @@
  * `null` geo directly and refuses any other value with a clear, non-retryable error.
  */
 import { Context } from "effect"
-import { JobFailure } from "../Contribution.ts"
+import { JobFailure } from "../JobType.ts"
 
 /** A parsed geo filter. `tor: true` alone for the bare `tor`. */
 export interface GeoFilter {
@@ -78,4 +78,4 @@ export const directOnly: GeoResolver = {
  * The geo router service a future plugin provides. Fetching plugins read it with
  * `Effect.serviceOption(GeoRouter)` in `setup` and fall back to `directOnly`.
  */
-export class GeoRouter extends Context.Tag("@platform/core/net/GeoRouter")<GeoRouter, GeoResolver>() {}
+export class GeoRouter extends Context.Tag("@platform/jobs/GeoRouter")<GeoRouter, GeoResolver>() {}

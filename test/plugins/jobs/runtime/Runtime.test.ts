@@ -5,13 +5,13 @@
 import * as path from "node:path"
 import { Schema } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import type { JobType } from "../../../core/Contribution.ts"
-import { LocalFileStore } from "../../../core/jobs/FileStore.ts"
-import { type Job, newJobId, nowIso } from "../../../core/jobs/Job.ts"
-import { RedisJobStore } from "../../../core/jobs/RedisJobStore.ts"
-import { JobsRuntime } from "../../../core/jobs/Runtime.ts"
-import { decodeSettings } from "../../../core/jobs/Settings.ts"
-import { startRedis, tempDir, type TestRedis } from "./support.ts"
+import type { JobType } from "../../../../plugins/jobs/Contract.ts"
+import { LocalFileStore } from "../../../../plugins/jobs/runtime/FileStore.ts"
+import { type Job, newJobId, nowIso } from "../../../../plugins/jobs/runtime/Job.ts"
+import { RedisJobStore } from "../../../../plugins/jobs/runtime/RedisJobStore.ts"
+import { JobsRuntime } from "../../../../plugins/jobs/runtime/Runtime.ts"
+import { decodeSettings } from "../../../../plugins/jobs/runtime/Settings.ts"
+import { startRedis, tempDir, type TestRedis } from "../support.ts"
 
 const double: JobType = {
   id: "double",

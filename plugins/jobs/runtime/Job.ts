@@ -5,7 +5,7 @@
  */
 import { randomBytes } from "node:crypto"
 import { Schema } from "effect"
-import type { JobErrorKind } from "../Contribution.ts"
+import type { JobErrorKind } from "../JobType.ts"
 
 /** The six job states of the spec. */
 export const JobStatus = Schema.Literal("PENDING", "QUEUED", "PROCESSING", "COMPLETED", "FAILED", "CANCELLED")

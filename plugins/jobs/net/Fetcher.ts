@@ -8,8 +8,8 @@
  * runtime retries transient failures (`NETWORK_ERROR`, `TIMEOUT`) and not permanent ones.
  */
 import { Schema } from "effect"
-import { JobFailure } from "../Contribution.ts"
-import { configOption } from "../Plugin.ts"
+import { JobFailure } from "../JobType.ts"
+import { configOption } from "../../../core/Plugin.ts"
 import { DeadlineExceeded, statusFailure, transportFailure } from "./Failure.ts"
 import { directOnly, type GeoResolver, type Route } from "./GeoRouting.ts"
 import { type RateLimiter, sleep } from "./RateLimiter.ts"
