@@ -6,7 +6,7 @@
  * position (see `Config.ts`). A plugin failing with `PluginUnavailable` is reported and skipped
  * (as are plugins depending on it); the others keep serving.
  */
-import { Cause, Context, Effect, Either, Exit, Option, Schema, Scope } from "effect"
+import { Cause, Context, Effect, Either, Exit, Layer, Option, Schema, Scope } from "effect"
 import { createRequire } from "node:module"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -157,12 +157,40 @@ const locateError = (loaded: LoadedConfig, p: ReadonlyArray<PropertyKey>, detail
   return new ConfigError(loaded.file, pos?.line, pos?.column, p.map(String).join("."), detail, plugin)
 }
 
+/** What to boot. */
+export interface BootOptions {
+  /** `serve` (the default) or `inspect` (nothing is started; see `BootMode`). */
+  readonly mode?: BootMode
+  /**
+   * Boot only this plugin and the plugins depending on it, directly or not (its extenders): what a
+   * process serving one plugin's role needs, e.g. the `jobs` plugin's workers and the job types
+   * registered into it. The other entries of `platform.yaml` are left out.
+   */
+  readonly focus?: string
+}
+
+/** The names of `root` and every candidate depending on it, directly or through others. */
+const withDependents = (root: string, candidates: ReadonlyArray<{ name: string; dependsOn: ReadonlyArray<string> }>): ReadonlySet<string> => {
+  const picked = new Set([root])
+  for (let grew = true; grew;) {
+    grew = false
+    for (const c of candidates) {
+      if (!picked.has(c.name) && c.dependsOn.some((d) => picked.has(d))) {
+        picked.add(c.name)
+        grew = true
+      }
+    }
+  }
+  return picked
+}
+
 /**
  * Boots the plugins of a loaded config inside the current scope (resources live until it closes).
  * Fails with `BootError`, `ConfigErrors` or `DuplicateContribution`.
  */
-export const boot = (loaded: LoadedConfig, mode: BootMode = "serve"): Effect.Effect<Kernel, BootError | ConfigErrors | DuplicateContribution, Scope.Scope> =>
+export const boot = (loaded: LoadedConfig, options: BootOptions = {}): Effect.Effect<Kernel, BootError | ConfigErrors | DuplicateContribution, Scope.Scope> =>
   Effect.gen(function* () {
+    const mode = options.mode ?? "serve"
     const { config } = loaded
     const dataDir = path.resolve(loaded.dir, config.data_dir)
     const listeners = new Map<string, ListenerInfo>()
@@ -209,7 +237,14 @@ export const boot = (loaded: LoadedConfig, mode: BootMode = "serve"): Effect.Eff
       candidates.push({ name, dependsOn: def.dependsOn, def, source, listener: listenerName, section })
     }
 
-    const ordered = yield* Effect.try({ try: () => orderPlugins(candidates, disabled), catch: (e) => e as BootError })
+    const focused = options.focus === undefined ? undefined : withDependents(options.focus, candidates)
+    if (focused && !candidates.some((c) => c.name === options.focus)) {
+      return yield* Effect.fail(new BootError(`is not enabled in platform.yaml (plugins.${options.focus})`, options.focus))
+    }
+    const ordered = yield* Effect.try({
+      try: () => orderPlugins(focused ? candidates.filter((c) => focused.has(c.name)) : candidates, disabled),
+      catch: (e) => e as BootError
+    })
 
     // 2. Decode every config before running anything: all config errors at once.
     const decodedConfigs = new Map<string, unknown>()
@@ -299,7 +334,7 @@ export const boot = (loaded: LoadedConfig, mode: BootMode = "serve"): Effect.Eff
         yield* mount(l.name, "kernel", route, "kernel (MCP endpoint)")
       }
     }
-    const plugins = Object.keys(config.plugins).map((n) => statuses.get(n)!).filter(Boolean)
+    const plugins = Object.keys(config.plugins).filter((n) => !focused || focused.has(n)).map((n) => statuses.get(n)!).filter(Boolean)
     return { loaded, plugins, routes, extensions, graphOps, mcpTools, context, starts, listeners } satisfies Kernel
   })
 
@@ -317,9 +352,90 @@ export const serve = (kernel: Kernel): Effect.Effect<ReadonlyMap<string, Listene
         Effect.annotateLogs({ listener: l.name, plugins: [...new Set((kernel.routes.get(l.name) ?? []).map((r) => r.plugin))].join(",") })
       )
     }
-    for (const s of kernel.starts) yield* Effect.forkScoped(s)
+    yield* startAll(kernel)
     return kernel.listeners as ReadonlyMap<string, ListenerInfo>
   })
+
+/** The platform booted in this process: what `layer` provides. */
+export class Platform extends Context.Tag("@platform/core/Platform")<Platform, Kernel>() {}
+
+/** Boots the plugins of `loaded`; their resources live as long as the layer. */
+export const layer = (loaded: LoadedConfig, options: BootOptions = {}): Layer.Layer<Platform, BootError | ConfigErrors | DuplicateContribution> =>
+  Layer.scoped(Platform, boot(loaded, options))
+
+/** `platform serve`: opens every listener of the booted platform and runs the plugins' `start`. */
+export const layerServe: Layer.Layer<never, unknown, Platform> = Layer.scopedDiscard(Effect.flatMap(Platform, serve))
+
+/** Forks every plugin's `start` effect in the current scope (interrupted when it closes). */
+export const startAll = (kernel: Kernel): Effect.Effect<void, never, Scope.Scope> =>
+  Effect.forEach(kernel.starts, (s) => Effect.forkScoped(s as Effect.Effect<void>), { discard: true })
+
+/** A process serving no HTTP (`platform worker`): runs the plugins' `start` effects only. */
+export const layerStart: Layer.Layer<never, never, Platform> = Layer.scopedDiscard(Effect.flatMap(Platform, startAll))
+
+/** The logger of `loaded`'s `log` settings. */
+export const layerLogger = (loaded: LoadedConfig) => Logging.layer(loaded.config.log)
+
+/** Reads the config from a YAML text (tests) or a file (`file`, else cosmiconfig search from `cwd`). */
+export const readConfig = async (options: { yaml?: string; file?: string; cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<LoadedConfig> => {
+  const cwd = options.cwd ?? process.cwd()
+  return options.yaml !== undefined
+    ? parseConfig(path.join(cwd, options.file ?? "platform.yaml"), options.yaml, options.env ?? process.env)
+    : await loadConfig({ path: options.file, cwd, env: options.env })
+}
+
+/** A role's layers built in this process, stoppable (tests, the jobs worker thread). */
+export interface Running<A> {
+  readonly value: A
+  /** Releases everything the layer acquired, in reverse order; idempotent. */
+  stop(): Promise<void>
+}
+
+/**
+ * Builds `layer` (with the config's logger) and resolves once it is up with what `read` takes
+ * from the booted platform; rejects with the layer's failure (`ConfigErrors`, `BootError`, ...).
+ */
+export const run = async <A>(loaded: LoadedConfig, role: Layer.Layer<Platform, unknown>, read: (kernel: Kernel) => A): Promise<Running<A>> => {
+  const scope = Effect.runSync(Scope.make())
+  const logger = layerLogger(loaded)
+  const exit = await Effect.runPromiseExit(
+    Layer.buildWithScope(role, scope).pipe(Effect.map((ctx) => read(Context.get(ctx, Platform))), Effect.provide(logger))
+  )
+  if (Exit.isFailure(exit)) {
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+    throw Cause.squash(exit.cause)
+  }
+  let stopped: Promise<void> | undefined
+  return {
+    value: exit.value,
+    stop() {
+      stopped ??= Effect.runPromise(Scope.close(scope, Exit.void).pipe(Effect.provide(logger)))
+      return stopped
+    }
+  }
+}
+
+/**
+ * Runs `role` until SIGINT/SIGTERM (the CLI's `serve` and `worker`), then writes
+ * "received SIGNAL, <stopping>" to stderr and releases it. Resolves once stopped; rejects with
+ * the failure of the build (`onReady` is called once it is up).
+ */
+export const launch = async (loaded: LoadedConfig, role: Layer.Layer<Platform, unknown>, stopping: string, onReady: (kernel: Kernel) => void = () => {}): Promise<void> => {
+  const running = await run(loaded, role, (kernel) => kernel)
+  onReady(running.value)
+  await new Promise<void>((resolve) => {
+    const stop = (signal: string) => {
+      process.off("SIGINT", onInt)
+      process.off("SIGTERM", onTerm)
+      process.stderr.write(`received ${signal}, ${stopping}\n`)
+      running.stop().then(resolve, resolve)
+    }
+    const onInt = () => stop("SIGINT")
+    const onTerm = () => stop("SIGTERM")
+    process.on("SIGINT", onInt)
+    process.on("SIGTERM", onTerm)
+  })
+}
 
 /** A platform running in this process (tests and `platform serve`). */
 export interface RunningPlatform {
@@ -330,30 +446,17 @@ export interface RunningPlatform {
   stop(): Promise<void>
 }
 
+/** The layers of `platform serve` for a loaded config. */
+export const serveLayer = (loaded: LoadedConfig): Layer.Layer<Platform, unknown> => layerServe.pipe(Layer.provideMerge(layer(loaded)))
+
 /**
  * Boots and serves a platform from a YAML text (tests) or a file (`file`, else cosmiconfig
- * search from `cwd`). Rejects with `ConfigErrors`, `BootError` or `DuplicateContribution`.
+ * search from `cwd`): `serveLayer`. Rejects with `ConfigErrors`, `BootError` or `DuplicateContribution`.
  */
 export const startPlatform = async (options: { yaml?: string; file?: string; cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<RunningPlatform> => {
-  const cwd = options.cwd ?? process.cwd()
-  const loaded = options.yaml !== undefined
-    ? parseConfig(path.join(cwd, options.file ?? "platform.yaml"), options.yaml, options.env ?? process.env)
-    : await loadConfig({ path: options.file, cwd, env: options.env })
-  const scope = Effect.runSync(Scope.make())
-  const logger = Logging.layer(loaded.config.log)
-  const exit = await Effect.runPromiseExit(
-    Effect.gen(function* () {
-      const kernel = yield* boot(loaded)
-      yield* serve(kernel)
-      return kernel
-    }).pipe(Scope.extend(scope), Effect.provide(logger))
-  )
-  if (Exit.isFailure(exit)) {
-    await Effect.runPromise(Scope.close(scope, Exit.void))
-    throw Cause.squash(exit.cause)
-  }
-  const kernel = exit.value
-  let stopped: Promise<void> | undefined
+  const loaded = await readConfig(options)
+  const running = await run(loaded, serveLayer(loaded), (kernel) => kernel)
+  const kernel = running.value
   return {
     kernel,
     url(listener) {
@@ -361,10 +464,7 @@ export const startPlatform = async (options: { yaml?: string; file?: string; cwd
       if (!l) throw new Error(`no listener named ${listener}`)
       return l.url
     },
-    stop() {
-      stopped ??= Effect.runPromise(Scope.close(scope, Exit.void).pipe(Effect.provide(logger)))
-      return stopped
-    }
+    stop: running.stop
   }
 }
 
@@ -372,10 +472,8 @@ export const startPlatform = async (options: { yaml?: string; file?: string; cwd
 export const inspect = async (options: { file?: string; cwd?: string }): Promise<Kernel> => {
   const loaded = await loadConfig({ path: options.file, cwd: options.cwd })
   const exit = await Effect.runPromiseExit(
-    Effect.scoped(boot(loaded, "inspect")).pipe(Effect.provide(Logging.layer({ level: process.env.PLATFORM_LOG_LEVEL ?? "error", format: loaded.config.log.format })))
+    Effect.scoped(boot(loaded, { mode: "inspect" })).pipe(Effect.provide(Logging.layer({ level: process.env.PLATFORM_LOG_LEVEL ?? "error", format: loaded.config.log.format })))
   )
   if (Exit.isFailure(exit)) throw Cause.squash(exit.cause)
   return exit.value
 }
-
-

@@ -28,11 +28,12 @@ export interface ListenerInfo {
 }
 
 /**
- * Why the kernel boots: `serve` (listeners open), `worker` (no listener; background work only,
- * `platform worker`), `inspect` (CLI inspection: `plugins list`, `routes`, `config validate`;
- * nothing is served or started, so a plugin must not take exclusive resources then).
+ * Why the kernel boots: `serve` (what the plugin contributes is used: `platform serve`, and a
+ * workers-only process, which boots only the plugins it needs), `inspect` (CLI inspection:
+ * `plugins list`, `routes`, `config validate`; nothing is served or started, so a plugin must not
+ * take exclusive resources then).
  */
-export type BootMode = "serve" | "worker" | "inspect"
+export type BootMode = "serve" | "inspect"
 
 /** What the kernel hands a plugin's `setup`. */
 export interface PluginContext<C> {
@@ -48,8 +49,8 @@ export interface PluginContext<C> {
   /** Directory of the config file, for resolving relative paths in the plugin's config. */
   readonly configDir: string
   /**
-   * The platform config this kernel booted from: its path and text as read. For plugins that boot
-   * a copy of the platform elsewhere (the `jobs` plugin's worker thread).
+   * The platform config this kernel booted from: its path and text as read. For plugins that
+   * launch part of the platform elsewhere (the `jobs` plugin's worker thread).
    */
   readonly source: { readonly file: string; readonly text: string }
 }

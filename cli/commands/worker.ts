@@ -1,12 +1,12 @@
 import { Flags } from "@oclif/core"
-import { runWorkers } from "../../plugins/jobs/runtime/WorkerMode.ts"
+import * as Kernel from "../../core/Kernel.ts"
+import * as Workers from "../../plugins/jobs/Workers.ts"
 import { configFlag, PlatformCommand } from "../Base.ts"
 
 /**
- * `platform worker`: runs job workers only, against the Redis queue configured under
- * `plugins.jobs` (`backend: redis`). Boots every enabled plugin so their job types are known, opens
- * no listener, and consumes jobs until SIGINT/SIGTERM; running jobs are then handed back to the
- * queue (attempt counted) for another worker.
+ * `platform worker`: launches the workers-only layers of the `jobs` plugin (`backend: redis`):
+ * `jobs` and the job plugins booted, no listener; consumes jobs until SIGINT/SIGTERM, then
+ * running jobs are handed back to the queue (attempt counted) for another worker.
  */
 export default class Worker extends PlatformCommand {
   static summary = "Run job workers only (no HTTP listeners) against the Redis queue of plugins.jobs."
@@ -26,24 +26,14 @@ export default class Worker extends PlatformCommand {
     const { flags } = await this.parse(Worker)
     if (flags["log-level"]) process.env.PLATFORM_LOG_LEVEL = flags["log-level"]
     if (this.jsonEnabled()) process.env.PLATFORM_LOG_FORMAT = "json"
-    let workers
     try {
-      workers = await runWorkers({ file: flags.config, ...(flags.concurrency ? { concurrency: flags.concurrency } : {}) })
+      const loaded = await Kernel.readConfig({ file: flags.config })
+      const layer = Workers.layer(loaded, flags.concurrency ? { concurrency: flags.concurrency } : {})
+      await Kernel.launch(loaded, layer, "handing running jobs back and stopping", (kernel) => {
+        process.stderr.write(`worker ${process.pid}: running job types ${Workers.jobTypesOf(kernel).join(", ") || "(none)"}\n`)
+      })
     } catch (e) {
       this.fail(e)
     }
-    process.stderr.write(`worker ${process.pid}: running job types ${workers.jobTypes.join(", ") || "(none)"}\n`)
-    await new Promise<void>((resolve) => {
-      const stop = (signal: string) => {
-        process.off("SIGINT", onInt)
-        process.off("SIGTERM", onTerm)
-        process.stderr.write(`received ${signal}, handing running jobs back and stopping\n`)
-        workers.stop().then(resolve, resolve)
-      }
-      const onInt = () => stop("SIGINT")
-      const onTerm = () => stop("SIGTERM")
-      process.on("SIGINT", onInt)
-      process.on("SIGTERM", onTerm)
-    })
   }
 }

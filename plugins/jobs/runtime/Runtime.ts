@@ -2,9 +2,8 @@
  * The jobs runtime: one object per process tying the job store, the queue backend, the worker and
  * the file store together. The HTTP layer (`Http.ts`) and the `jobs` plugin talk only to this.
  *
- * Roles: `api` (submit/get/list/cancel/events, sweeping), `worker` (runs deliveries; used by
- * `platform worker`), `all` (both; the default for `platform serve`). The embedded backend only
- * makes sense as `all`: its queue lives in this process.
+ * Every process runs the API side (submit/get/list/cancel/events, sweeping) and, with
+ * `settings.workers`, runs deliveries. The embedded backend's queue lives in this process.
  */
 import * as path from "node:path"
 import { Either, Schema } from "effect"
@@ -20,9 +19,6 @@ import { formatIssues, type JobTypeLookup, JobWorker, lostAttempt, queueTimedOut
 /** How long a runnable QUEUED record may lack a queue entry before the sweeper re-enqueues it (ms). */
 export const ORPHAN_GRACE_MS = 2_000
 
-/** Which parts of the runtime this process runs. */
-export type Role = "all" | "api" | "worker"
-
 /** Everything the runtime needs; see `JobsRuntime.open`. */
 export interface RuntimeOptions {
   readonly settings: JobsSettings
@@ -30,11 +26,10 @@ export interface RuntimeOptions {
   readonly dataDir: string
   readonly lookup: JobTypeLookup
   readonly files: FileStore
-  readonly role?: Role
   /** Worker name in history entries; default `<host>:<pid>`. */
   readonly workerName?: string
   /**
-   * Start workers now (default true when the role runs workers). The `jobs` plugin passes false and
+   * Start workers now (default true when `settings.workers`). The `jobs` plugin passes false and
    * calls `startWorkers` from its `start`, after every plugin registered its job types.
    */
   readonly startWorkers?: boolean
@@ -68,19 +63,16 @@ export class JobsRuntime {
     readonly queue: JobQueue,
     readonly worker: JobWorker,
     readonly files: FileStore,
-    private readonly lookup: JobTypeLookup,
-    readonly role: Role
+    private readonly lookup: JobTypeLookup
   ) {}
 
   /**
    * Opens the store and queue of `settings.backend`. Embedded: replays `<dataDir>/jobs.log` and
    * recovers jobs a dead process left PROCESSING (back to QUEUED, attempt counted). Starts the
-   * sweeper (queue timeouts, retention) and, for roles `all`/`worker` with `settings.workers`,
-   * the workers. Rejects when the store cannot be opened (unreadable directory, Redis refusing).
+   * sweeper (queue timeouts, retention) and, with `settings.workers`, the workers. Rejects when the store cannot be opened (unreadable directory, Redis refusing).
    */
   static async open(opts: RuntimeOptions): Promise<JobsRuntime> {
     const s = opts.settings
-    const role = opts.role ?? "all"
     let store: JobStore
     let queue: JobQueue
     if (s.backend === "redis") {
@@ -96,9 +88,9 @@ export class JobsRuntime {
       queue = new EmbeddedQueue()
     }
     const worker = new JobWorker(store, queue, opts.lookup, opts.files, s.limits, opts.workerName)
-    const rt = new JobsRuntime(s, store, queue, worker, opts.files, opts.lookup, role)
+    const rt = new JobsRuntime(s, store, queue, worker, opts.files, opts.lookup)
     if (s.backend === "embedded") await rt.recover()
-    if (role !== "api" && (s.workers || role === "worker") && opts.startWorkers !== false) await rt.startWorkers()
+    if (s.workers && opts.startWorkers !== false) await rt.startWorkers()
     rt.startSweeper()
     return rt
   }

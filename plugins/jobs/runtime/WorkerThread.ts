@@ -1,13 +1,13 @@
 /**
- * Workers of `platform serve` in a worker thread (redis backend): the thread boots a copy of the
- * platform from the same config in worker role (`runWorkers`, what `platform worker` runs), so job
- * handlers and the BullMQ worker run on their own event loop and CPU core while the serving
- * thread answers the API. The two share nothing but Redis: cancels reach the thread the way they
+ * Workers of `platform serve` in a worker thread (redis backend): the thread launches the
+ * workers-only layers (`Workers.ts`, what `platform worker` runs: `jobs` and the job plugins, no
+ * listener) from the same config, so job handlers and the BullMQ worker run on their own event
+ * loop and CPU core while the serving thread answers the API. The two share nothing but Redis: cancels reach the thread the way they
  * reach a `platform worker` process (the cancel channel).
  *
  * Threads do not inherit the TypeScript loader the serving thread was started with, so the thread
  * starts from a small CommonJS bootstrap that registers tsx (`tsx/esm/api`) before importing
- * `WorkerMode.ts`.
+ * `Workers.ts`.
  */
 import { createRequire } from "node:module"
 import * as path from "node:path"
@@ -24,7 +24,7 @@ const BOOTSTRAP = `
 const { workerData, parentPort } = require("node:worker_threads")
 require(workerData.tsx).register()
 import(workerData.entry).then(async ({ runWorkers }) => {
-  const workers = await runWorkers({ yaml: workerData.text, file: workerData.file, cwd: workerData.cwd })
+  const workers = await runWorkers({ yaml: workerData.text, file: workerData.file, cwd: workerData.cwd, filesUrl: workerData.filesUrl })
   parentPort.on("message", (m) => {
     if (m !== "stop") return
     workers.stop().finally(() => {
@@ -51,20 +51,20 @@ export interface WorkerThread {
 }
 
 /**
- * Starts workers in a new thread from the config at `source.file` with text `source.text`; `env`
- * is added to the thread's copy of the environment. Resolves once they consume; rejects with the
- * thread's boot error (a plugin failing in worker role, Redis unreachable) or when the thread dies
- * first.
+ * Starts workers in a new thread from the config at `source.file` with text `source.text`;
+ * `filesUrl` is the download base of stored files when the config sets no `files.url`. Resolves
+ * once they consume; rejects with the thread's boot error (a job plugin failing, Redis
+ * unreachable) or when the thread dies first.
  */
-export const startWorkerThread = (source: { readonly file: string; readonly text: string }, env: Record<string, string> = {}): Promise<WorkerThread> =>
+export const startWorkerThread = (source: { readonly file: string; readonly text: string }, filesUrl?: string): Promise<WorkerThread> =>
   new Promise((resolve, reject) => {
     const require = createRequire(import.meta.url)
     const thread = new Worker(BOOTSTRAP, {
       eval: true,
-      env: { ...process.env, ...env },
       workerData: {
         tsx: require.resolve("tsx/esm/api"),
-        entry: new URL("./WorkerMode.ts", import.meta.url).href,
+        entry: new URL("../Workers.ts", import.meta.url).href,
+        filesUrl,
         text: source.text,
         file: path.basename(source.file),
         cwd: path.dirname(source.file)

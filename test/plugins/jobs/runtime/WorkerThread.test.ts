@@ -5,7 +5,9 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import * as Kernel from "../../../../core/Kernel.ts"
 import { ROOT, startPlatform } from "../../../../core/Kernel.ts"
+import * as Workers from "../../../../plugins/jobs/Workers.ts"
 import { startWorkerThread } from "../../../../plugins/jobs/runtime/WorkerThread.ts"
 import { jobsClient, platformYaml, startRedis, tempDir, type TestRedis } from "../support.ts"
 
@@ -89,5 +91,17 @@ describe("workers in a worker thread (redis)", () => {
     const dir = tempDir()
     const text = `data_dir: ${dir}\nlog: { level: none }\nlisteners:\n  - { name: jobs, host: 127.0.0.1, port: 0 }\nplugins:\n  jobs:\n    backend: embedded\n`
     await expect(startWorkerThread({ file: path.join(dir, "platform.yaml"), text })).rejects.toThrow(/needs plugins.jobs.backend: redis/)
+  }, 30_000)
+
+  it("a workers-only process boots jobs and the plugins extending it, none other, and serves nothing", async () => {
+    const F = path.join(ROOT, "test/fixtures/plugins")
+    const yaml = platformYaml({ backend: "redis", dataDir: tempDir(), redisUrl: redis.url, prefix: "wt4", extra: `  route-a:\n    module: ${F}/route-a\n    listener: jobs\n` })
+    const loaded = await Kernel.readConfig({ cwd: ROOT, yaml })
+    const running = await Kernel.run(loaded, Workers.layer(loaded), (kernel) => ({ plugins: kernel.plugins.map((p) => p.name), listeners: kernel.listeners.size, jobTypes: Workers.jobTypesOf(kernel) }))
+    try {
+      expect(running.value).toEqual({ plugins: ["jobs", "test-jobs"], listeners: 0, jobTypes: ["echo", "fetch", "trivial", "bad-result"] })
+    } finally {
+      await running.stop()
+    }
   }, 30_000)
 })
