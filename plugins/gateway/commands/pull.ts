@@ -1,7 +1,7 @@
 import { Args, Flags } from "@oclif/core"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { PlatformCommand } from "../../Base.ts"
+import { PlatformCommand } from "../../../core/Command.ts"
 
 /**
  * `platform gateway pull URL`: downloads a GGUF model with node-llama-cpp's downloader (resumable,

@@ -1,6 +1,6 @@
 import { Flags } from "@oclif/core"
 import * as readline from "node:readline"
-import { PlatformCommand } from "../../Base.ts"
+import { PlatformCommand } from "../../../core/Command.ts"
 
 interface Message { role: "system" | "user" | "assistant"; content: string }
 

@@ -1,7 +1,7 @@
 import { Flags } from "@oclif/core"
-import * as Kernel from "../../core/Kernel.ts"
-import * as Workers from "../../plugins/jobs/Workers.ts"
-import { configFlag, PlatformCommand } from "../Base.ts"
+import * as Kernel from "../../../core/Kernel.ts"
+import * as Workers from "../Workers.ts"
+import { configFlag, PlatformCommand } from "../../../core/Command.ts"
 
 /**
  * `platform worker`: launches the workers-only layers of the `jobs` plugin (`backend: redis`):
