@@ -9,6 +9,7 @@
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Option, Schema, Stream } from "effect"
 import type { FastReply, FastRequest } from "../../core/Route.ts"
+import * as Route from "../../core/Route.ts"
 import { timingSafeEqual } from "node:crypto"
 import { HttpError } from "../../core/HttpError.ts"
 import { EngineError, type Engine, type Reply } from "./Engine.ts"
@@ -146,7 +147,7 @@ export class Gateway {
    * 404 unknown model, 400 `stream` on a non-streaming engine, 503 busy/unavailable, and the
    * engine's own errors (502 upstream failure, 400 bad `response_format`, 500).
    */
-  chat(req: ChatRequest, raw?: string, responseDone?: () => Promise<void> | undefined): Effect.Effect<HttpServerResponse.HttpServerResponse, HttpError> {
+  chat(req: ChatRequest, raw?: string, responseDone?: () => Promise<void> | undefined): Effect.Effect<HttpServerResponse.HttpServerResponse | Route.Reply, HttpError> {
     return Effect.suspend(() => {
       const id = req.model ?? this.defaultEngine
       const engine = this.engines.get(id)
@@ -177,7 +178,7 @@ export class Gateway {
     })
   }
 
-  private run(engine: Engine, req: ChatRequest, raw: string | undefined, responseDone: (() => Promise<void> | undefined) | undefined): Effect.Effect<HttpServerResponse.HttpServerResponse, HttpError> {
+  private run(engine: Engine, req: ChatRequest, raw: string | undefined, responseDone: (() => Promise<void> | undefined) | undefined): Effect.Effect<HttpServerResponse.HttpServerResponse | Route.Reply, HttpError> {
     const id = engine.id
     const controller = new AbortController()
     const t0 = performance.now()
@@ -209,7 +210,7 @@ export class Gateway {
           this.metrics.request(id, reply.status)
           return reply.body instanceof Uint8Array
             ? HttpServerResponse.uint8Array(reply.body, { status: reply.status, contentType: "application/json", ...(reply.headers ? { headers: reply.headers } : {}) })
-            : HttpServerResponse.unsafeJson(reply.body, { status: reply.status })
+            : Route.reply(reply.status, reply.body)
         }
         this.metrics.request(id, 200)
         const events = Stream.fromAsyncIterable(reply.events, (e) => e).pipe(
