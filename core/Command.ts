@@ -83,7 +83,7 @@ export const collectCommands = async (
     const file = path.join(pluginsDir, name, "commands.ts")
     if (!fs.existsSync(file)) continue
     const contributed = (await import(pathToFileURL(file).href)).default as PluginCommands | undefined
-    if (contributed?._tag !== "PluginCommands") throw new BootError(`${file} exports no defineCommands(...) as default`, name)
+    if (contributed?._tag !== "PluginCommands") throw BootError.of(`${file} exports no defineCommands(...) as default`, name)
     for (const [id, command] of Object.entries(contributed.commands)) add(name, id, command)
   }
   return Object.fromEntries(registry.values().map((e) => [e.id, e.value]))

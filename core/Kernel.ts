@@ -31,10 +31,16 @@ export const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname)
 export const VERSION: string = JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8")).version
 
 /** A boot failure: names the plugin (when one is at fault) and what to fix. */
-export class BootError extends Error {
-  readonly _tag = "BootError"
-  constructor(message: string, readonly plugin?: string) {
-    super(plugin ? `plugin ${plugin}: ${message}` : message)
+export class BootError extends Schema.TaggedError<BootError>()("BootError", {
+  reason: Schema.String,
+  plugin: Schema.optional(Schema.String)
+}) {
+  get message(): string {
+    return this.plugin ? `plugin ${this.plugin}: ${this.reason}` : this.reason
+  }
+
+  static of(reason: string, plugin?: string): BootError {
+    return new BootError({ reason, ...(plugin !== undefined ? { plugin } : {}) })
   }
 }
 
@@ -87,7 +93,7 @@ export const importPlugin = async (name: string, module: string | undefined, con
     file = path.join(ROOT, "plugins", name, "plugin.ts")
     source = "built-in"
     if (!fs.existsSync(file)) {
-      throw new BootError(`no built-in plugin named "${name}" (plugins/${name}/plugin.ts); set plugins.${name}.module to load one from elsewhere`, name)
+      throw BootError.of(`no built-in plugin named "${name}" (plugins/${name}/plugin.ts); set plugins.${name}.module to load one from elsewhere`, name)
     }
   } else if (module.startsWith(".") || path.isAbsolute(module)) {
     file = path.resolve(configDir, module)
@@ -95,24 +101,24 @@ export const importPlugin = async (name: string, module: string | undefined, con
     if (fs.existsSync(file) && fs.statSync(file).isDirectory()) {
       file = ["plugin.ts", "plugin.js", "index.ts", "index.js"].map((f) => path.join(file, f)).find((f) => fs.existsSync(f)) ?? file
     }
-    if (!fs.existsSync(file)) throw new BootError(`plugins.${name}.module: ${file} does not exist`, name)
+    if (!fs.existsSync(file)) throw BootError.of(`plugins.${name}.module: ${file} does not exist`, name)
   } else {
     source = module
     try {
       file = createRequire(path.join(configDir, "platform.yaml")).resolve(module)
     } catch {
-      throw new BootError(`plugins.${name}.module: cannot resolve package "${module}" from ${configDir} (npm install it)`, name)
+      throw BootError.of(`plugins.${name}.module: cannot resolve package "${module}" from ${configDir} (npm install it)`, name)
     }
   }
   let mod: Record<string, unknown>
   try {
     mod = await import(pathToFileURL(file).href)
   } catch (e) {
-    throw new BootError(`cannot load ${file}: ${(e as Error).message}`, name)
+    throw BootError.of(`cannot load ${file}: ${(e as Error).message}`, name)
   }
   const def = [mod.default, mod.plugin, ...Object.values(mod)].find(isPluginDefinition)
-  if (!def) throw new BootError(`${file} exports no definePlugin(...) definition`, name)
-  if (def.name !== name) throw new BootError(`${file} defines plugin "${def.name}", but platform.yaml names it "${name}"`, name)
+  if (!def) throw BootError.of(`${file} exports no definePlugin(...) definition`, name)
+  if (def.name !== name) throw BootError.of(`${file} defines plugin "${def.name}", but platform.yaml names it "${name}"`, name)
   return { def, source }
 }
 
@@ -125,7 +131,7 @@ export const orderPlugins = <T extends { name: string; dependsOn: ReadonlyArray<
   for (const p of plugins) {
     for (const d of p.dependsOn) {
       if (!byName.has(d)) {
-        throw new BootError(
+        throw BootError.of(
           disabled.has(d)
             ? `depends on plugin "${d}", which is disabled in platform.yaml (plugins.${d}.enabled)`
             : `depends on plugin "${d}", which is not configured (add plugins.${d} to platform.yaml)`,
@@ -141,7 +147,7 @@ export const orderPlugins = <T extends { name: string; dependsOn: ReadonlyArray<
     if (s === "done") return
     if (s === "visiting") {
       const cycle = [...trail.slice(trail.indexOf(p.name)), p.name]
-      throw new BootError(`dependency cycle between plugins: ${cycle.join(" -> ")}`)
+      throw BootError.of(`dependency cycle between plugins: ${cycle.join(" -> ")}`)
     }
     state.set(p.name, "visiting")
     for (const d of p.dependsOn) visit(byName.get(d)!, [...trail, p.name])
@@ -154,7 +160,7 @@ export const orderPlugins = <T extends { name: string; dependsOn: ReadonlyArray<
 
 const locateError = (loaded: LoadedConfig, p: ReadonlyArray<PropertyKey>, detail: string, plugin: string) => {
   const pos = loaded.locate(p)
-  return new ConfigError(loaded.file, pos?.line, pos?.column, p.map(String).join("."), detail, plugin)
+  return ConfigError.at(loaded.file, pos?.line, pos?.column, p.map(String).join("."), detail, plugin)
 }
 
 /** What to boot. */
@@ -218,7 +224,7 @@ export const boot = (loaded: LoadedConfig, options: BootOptions = {}): Effect.Ef
     for (const [name, entry] of Object.entries(config.plugins)) {
       const kernelPart = Object.fromEntries(Object.entries(entry).filter(([k]) => KERNEL_KEYS.has(k)))
       const decoded = Schema.decodeUnknownEither(PluginEntry)(kernelPart, { errors: "all" })
-      if (Either.isLeft(decoded)) return yield* Effect.fail(new ConfigErrors(issuesToErrors(loaded, decoded.left, ["plugins", name], name)))
+      if (Either.isLeft(decoded)) return yield* Effect.fail(ConfigErrors.of(issuesToErrors(loaded, decoded.left, ["plugins", name], name)))
       const { enabled, listener, module } = decoded.right
       if (!enabled) {
         disabled.add(name)
@@ -228,10 +234,10 @@ export const boot = (loaded: LoadedConfig, options: BootOptions = {}): Effect.Ef
       const { def, source } = yield* Effect.tryPromise({ try: () => importPlugin(name, module, loaded.dir), catch: (e) => e as BootError })
       const listenerName = listener ?? def.defaultListener
       if (!listenerName) {
-        return yield* Effect.fail(new ConfigErrors([locateError(loaded, ["plugins", name], `plugin ${name} needs a listener (set plugins.${name}.listener)`, name)]))
+        return yield* Effect.fail(ConfigErrors.of([locateError(loaded, ["plugins", name], `plugin ${name} needs a listener (set plugins.${name}.listener)`, name)]))
       }
       if (!listenerNames.has(listenerName)) {
-        return yield* Effect.fail(new ConfigErrors([locateError(loaded, listener ? ["plugins", name, "listener"] : ["plugins", name], `plugin ${name}: listener "${listenerName}" is not declared under listeners (declared: ${[...listenerNames].join(", ") || "none"})`, name)]))
+        return yield* Effect.fail(ConfigErrors.of([locateError(loaded, listener ? ["plugins", name, "listener"] : ["plugins", name], `plugin ${name}: listener "${listenerName}" is not declared under listeners (declared: ${[...listenerNames].join(", ") || "none"})`, name)]))
       }
       const section = Object.fromEntries(Object.entries(entry).filter(([k]) => !KERNEL_KEYS.has(k)))
       candidates.push({ name, dependsOn: def.dependsOn, def, source, listener: listenerName, section })
@@ -239,7 +245,7 @@ export const boot = (loaded: LoadedConfig, options: BootOptions = {}): Effect.Ef
 
     const focused = options.focus === undefined ? undefined : withDependents(options.focus, candidates)
     if (focused && !candidates.some((c) => c.name === options.focus)) {
-      return yield* Effect.fail(new BootError(`is not enabled in platform.yaml (plugins.${options.focus})`, options.focus))
+      return yield* Effect.fail(BootError.of(`is not enabled in platform.yaml (plugins.${options.focus})`, options.focus))
     }
     const ordered = yield* Effect.try({
       try: () => orderPlugins(focused ? candidates.filter((c) => focused.has(c.name)) : candidates, disabled),
@@ -254,7 +260,7 @@ export const boot = (loaded: LoadedConfig, options: BootOptions = {}): Effect.Ef
       if (Either.isLeft(r)) configErrors.push(...issuesToErrors(loaded, r.left, ["plugins", c.name], c.name))
       else decodedConfigs.set(c.name, r.right)
     }
-    if (configErrors.length) return yield* Effect.fail(new ConfigErrors(configErrors))
+    if (configErrors.length) return yield* Effect.fail(ConfigErrors.of(configErrors))
 
     // 3. Setup in dependency order; register contributions.
     const routes = new Map<string, Array<MountedRoute>>(config.listeners.map((l) => [l.name, []]))
@@ -301,7 +307,7 @@ export const boot = (loaded: LoadedConfig, options: BootOptions = {}): Effect.Ef
           continue
         }
         const reason = Option.isSome(failure) ? failure.value.reason : Cause.pretty(exit.cause).split("\n")[0]
-        return yield* Effect.fail(new BootError(`setup failed: ${reason}`, c.name))
+        return yield* Effect.fail(BootError.of(`setup failed: ${reason}`, c.name))
       }
       const contrib: Contributions = exit.value
       for (const route of contrib.routes ?? []) yield* mount(c.listener, c.name, route)
@@ -345,7 +351,7 @@ export const serve = (kernel: Kernel): Effect.Effect<ReadonlyMap<string, Listene
     for (const l of config.listeners) {
       const app = makeApp(l.name, kernel.routes.get(l.name) ?? [], { title: "platform", version: VERSION })
       const info = yield* serveListener(l.name, l.host, l.port, app, config.shutdown_grace_ms, kernel.routes.get(l.name) ?? []).pipe(
-        Effect.mapError((e) => new BootError(`listener ${l.name} (${l.host}:${l.port}) could not start: ${String((e as { cause?: unknown }).cause ?? e)}`))
+        Effect.mapError((e) => BootError.of(`listener ${l.name} (${l.host}:${l.port}) could not start: ${String((e as { cause?: unknown }).cause ?? e)}`))
       )
       kernel.listeners.set(l.name, info)
       yield* Effect.logInfo(`listener ${l.name} serving on ${info.url}`).pipe(

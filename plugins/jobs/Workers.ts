@@ -27,9 +27,9 @@ export interface WorkerOptions {
  */
 export const workerConfig = (loaded: LoadedConfig, options: WorkerOptions = {}): LoadedConfig => {
   const entry = loaded.config.plugins.jobs as Record<string, any> | undefined
-  if (!entry || entry.enabled === false) throw new Kernel.BootError("platform worker: plugin jobs is not enabled", "jobs")
+  if (!entry || entry.enabled === false) throw Kernel.BootError.of("platform worker: plugin jobs is not enabled", "jobs")
   if ((entry.backend ?? "embedded") !== "redis") {
-    throw new Kernel.BootError("platform worker needs plugins.jobs.backend: redis (the embedded queue lives inside the serving process)", "jobs")
+    throw Kernel.BootError.of("platform worker needs plugins.jobs.backend: redis (the embedded queue lives inside the serving process)", "jobs")
   }
   const jobs = {
     ...entry,
@@ -46,7 +46,7 @@ const layerStart = Layer.scopedDiscard(Effect.gen(function*() {
   const kernel = yield* Kernel.Platform
   const jobs = kernel.plugins.find((p) => p.name === "jobs")
   if (jobs?.status !== "running") {
-    return yield* Effect.fail(new Kernel.BootError(`platform worker: plugin jobs is not running${jobs?.reason ? ` (${jobs.reason})` : ""}`, "jobs"))
+    return yield* Effect.fail(Kernel.BootError.of(`platform worker: plugin jobs is not running${jobs?.reason ? ` (${jobs.reason})` : ""}`, "jobs"))
   }
   yield* Kernel.startAll(kernel)
 }))
