@@ -10,7 +10,8 @@ import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import { ConfigError, ConfigErrors } from "./Config.ts"
 import { BootError, ROOT } from "./Kernel.ts"
-import { DuplicateContribution, Registry } from "./Registry.ts"
+import { DuplicateContribution } from "./Registry.ts"
+import * as Registry from "./Registry.ts"
 
 /** `--config FILE` (also `PLATFORM_CONFIG`); default: cosmiconfig search from the working directory. */
 export const configFlag = Flags.string({
@@ -73,7 +74,7 @@ export const collectCommands = async (
   commands: Readonly<Record<string, CommandClass>>,
   pluginsDir = path.join(ROOT, "plugins")
 ): Promise<Record<string, CommandClass>> => {
-  const registry = new Registry<CommandClass>("CLI command")
+  const registry = Registry.make<CommandClass>("CLI command")
   const add = (owner: string, id: string, command: CommandClass) => {
     const added = Effect.runSync(Effect.either(registry.register(owner, id.trim().split(/[\s:]+/).join(":"), command)))
     if (added._tag === "Left") throw added.left

@@ -11,18 +11,16 @@ import { createRequire } from "node:module"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
-import type { GraphOperation, McpTool } from "./Contribution.ts"
-import type { ExtensionPoint } from "./ExtensionPoint.ts"
 import type { LoadedConfig } from "./Config.ts"
 import { ConfigError, ConfigErrors, issuesToErrors, loadConfig, parseConfig, PluginEntry } from "./Config.ts"
 import * as Logging from "./Logging.ts"
 import { mcpRoutes } from "./Mcp.ts"
 import type { BootMode, Contributions, ListenerInfo, PluginDefinition } from "./Plugin.ts"
 import { isPluginDefinition } from "./Plugin.ts"
-import { DuplicateContribution, Registry } from "./Registry.ts"
+import { DuplicateContribution } from "./Registry.ts"
 import type { MountedRoute } from "./Server.ts"
 import { makeApp, serveListener } from "./Server.ts"
-import { Extensions, GraphOpRegistry, McpToolRegistry, PlatformInfo } from "./Services.ts"
+import { Extensions, GraphOpRegistry, layerRegistries, McpToolRegistry, PlatformInfo } from "./Services.ts"
 
 /** Root of this repository (built-in plugins live in `plugins/<name>/plugin.ts`). */
 export const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..")
@@ -72,9 +70,9 @@ export interface Kernel {
   readonly loaded: LoadedConfig
   readonly plugins: ReadonlyArray<PluginStatus>
   readonly routes: ReadonlyMap<string, ReadonlyArray<MountedRoute>>
-  readonly extensions: Context.Tag.Service<Extensions>
-  readonly graphOps: Registry<GraphOperation>
-  readonly mcpTools: Registry<McpTool & { listener: string }>
+  readonly extensions: Extensions
+  readonly graphOps: GraphOpRegistry
+  readonly mcpTools: McpToolRegistry
   readonly context: Context.Context<Extensions | GraphOpRegistry | McpToolRegistry | PlatformInfo>
   readonly starts: ReadonlyArray<Effect.Effect<void, never, any>>
   /** Bound listeners, filled by `serve`. */
@@ -191,26 +189,23 @@ const withDependents = (root: string, candidates: ReadonlyArray<{ name: string; 
 }
 
 /**
- * Boots the plugins of a loaded config inside the current scope (resources live until it closes).
+ * Boots the plugins of a loaded config inside the current scope (resources live until it closes),
+ * registering their contributions into the registries of its context (`layerRegistries`).
  * Fails with `BootError`, `ConfigErrors` or `DuplicateContribution`.
  */
-export const boot = (loaded: LoadedConfig, options: BootOptions = {}): Effect.Effect<Kernel, BootError | ConfigErrors | DuplicateContribution, Scope.Scope> =>
+export const boot = (
+  loaded: LoadedConfig,
+  options: BootOptions = {}
+): Effect.Effect<Kernel, BootError | ConfigErrors | DuplicateContribution, Scope.Scope | Extensions | GraphOpRegistry | McpToolRegistry> =>
   Effect.gen(function* () {
     const mode = options.mode ?? "serve"
     const { config } = loaded
     const dataDir = path.resolve(loaded.dir, config.data_dir)
     const listeners = new Map<string, ListenerInfo>()
     const listenerNames = new Set(config.listeners.map((l) => l.name))
-    const points = new Map<string, Registry<any>>()
-    const extensions: Context.Tag.Service<Extensions> = {
-      registry: <T>(point: ExtensionPoint<T>): Registry<T> => {
-        let registry = points.get(point.name)
-        if (!registry) points.set(point.name, (registry = new Registry<T>(point.kind)))
-        return registry
-      }
-    }
-    const graphOps = new Registry<GraphOperation>("graph operation")
-    const mcpTools = new Registry<McpTool & { listener: string }>("MCP tool")
+    const extensions = yield* Extensions
+    const graphOps = yield* GraphOpRegistry
+    const mcpTools = yield* McpToolRegistry
     const context = Context.make(Extensions, extensions).pipe(
       Context.add(GraphOpRegistry, graphOps),
       Context.add(McpToolRegistry, mcpTools),
@@ -367,7 +362,7 @@ export class Platform extends Context.Tag("@platform/core/Platform")<Platform, K
 
 /** Boots the plugins of `loaded`; their resources live as long as the layer. */
 export const layer = (loaded: LoadedConfig, options: BootOptions = {}): Layer.Layer<Platform, BootError | ConfigErrors | DuplicateContribution> =>
-  Layer.scoped(Platform, boot(loaded, options))
+  Layer.scoped(Platform, boot(loaded, options)).pipe(Layer.provide(layerRegistries))
 
 /** `platform serve`: opens every listener of the booted platform and runs the plugins' `start`. */
 export const layerServe: Layer.Layer<never, unknown, Platform> = Layer.scopedDiscard(Effect.flatMap(Platform, serve))
@@ -478,7 +473,7 @@ export const startPlatform = async (options: { yaml?: string; file?: string; cwd
 export const inspect = async (options: { file?: string; cwd?: string }): Promise<Kernel> => {
   const loaded = await loadConfig({ path: options.file, cwd: options.cwd })
   const exit = await Effect.runPromiseExit(
-    Effect.scoped(boot(loaded, { mode: "inspect" })).pipe(Effect.provide(Logging.layer({ level: process.env.PLATFORM_LOG_LEVEL ?? "error", format: loaded.config.log.format })))
+    Effect.scoped(boot(loaded, { mode: "inspect" })).pipe(Effect.provide(layerRegistries), Effect.provide(Logging.layer({ level: process.env.PLATFORM_LOG_LEVEL ?? "error", format: loaded.config.log.format })))
   )
   if (Exit.isFailure(exit)) throw Cause.squash(exit.cause)
   return exit.value
