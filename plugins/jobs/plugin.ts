@@ -10,12 +10,13 @@
  * and its extenders from a config with `workers: true` and no listener (see `Workers.ts`).
  */
 import * as path from "node:path"
-import { Effect, Schema } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
 import { definePlugin, PluginBootError } from "../../core/Plugin.ts"
 import { Extensions } from "../../core/Services.ts"
 import { JobTypes } from "./JobType.ts"
 import { FilesSettings, makeFileStore, uploadKey } from "./runtime/FileStore.ts"
 import { routes } from "./runtime/Http.ts"
+import * as Backend from "./runtime/Backend.ts"
 import { JobsRuntime } from "./runtime/Runtime.ts"
 import { JobsSettings } from "./runtime/Settings.ts"
 import { startWorkerThread, type WorkerThread } from "./runtime/WorkerThread.ts"
@@ -57,11 +58,16 @@ export default definePlugin({
           status: () => ({ backend: ctx.config.backend, workers: ctx.config.workers, job_types: registry.ids() })
         }
       }
+      const backend = yield* Layer.build(Backend.layer(ctx.config, path.join(ctx.dataDir, "store"))).pipe(
+        Effect.map((services) => ({ store: Context.get(services, Backend.JobStore), queue: Context.get(services, Backend.JobQueue) })),
+        Effect.mapError((e) => new PluginBootError({ reason: `jobs store (${ctx.config.backend}): ${e.message}` }))
+      )
       const rt = yield* Effect.acquireRelease(
         Effect.tryPromise({
           try: () =>
             JobsRuntime.open({
               settings: ctx.config,
+              backend,
               dataDir: path.join(ctx.dataDir, "store"),
               lookup: (id) => registry.get(id),
               files,

@@ -28,6 +28,8 @@ export interface RuntimeOptions {
   readonly files: FileStore
   /** Worker name in history entries; default `<host>:<pid>`. */
   readonly workerName?: string
+  /** The store and queue to use (`Backend.ts` layers); default: opened here from `settings`. */
+  readonly backend?: { readonly store: JobStore; readonly queue: JobQueue }
   /**
    * Start workers now (default true when `settings.workers`). The `jobs` plugin passes false and
    * calls `startWorkers` from its `start`, after every plugin registered its job types.
@@ -75,7 +77,10 @@ export class JobsRuntime {
     const s = opts.settings
     let store: JobStore
     let queue: JobQueue
-    if (s.backend === "redis") {
+    if (opts.backend) {
+      store = opts.backend.store
+      queue = opts.backend.queue
+    } else if (s.backend === "redis") {
       const r = new RedisJobStore(s.redis.url, s.redis.prefix)
       await r.ready(5000).catch(async (e) => {
         await r.close()
