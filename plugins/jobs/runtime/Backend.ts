@@ -8,7 +8,8 @@
 import * as path from "node:path"
 import { Context, Effect, Layer } from "effect"
 import { FileJobStore, type JobStore as JobStoreShape } from "./JobStore.ts"
-import { EmbeddedQueue, type JobQueue as JobQueueShape, RedisQueue } from "./Queue.ts"
+import { EmbeddedQueue, type JobQueue as JobQueueShape } from "./Queue.ts"
+import { RedisQueue } from "./RedisQueue.ts"
 import { RedisJobStore } from "./RedisJobStore.ts"
 import type { JobsSettings, RedisSettings } from "./Settings.ts"
 
