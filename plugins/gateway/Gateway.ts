@@ -99,12 +99,25 @@ export class Gateway {
     if (!m || !secretMatches(m[1]!.trim(), this.tokenBytes)) return undefined
     const decoded = this.decodeChat(req.json, { errors: "first", onExcessProperty: "ignore" })
     if (decoded._tag === "Left") return undefined
-    const id = decoded.right.model ?? this.defaultEngine
+    const id = this.busyEngine(decoded.right)
+    if (id === undefined) return undefined
+    this.countBusyRefusal(id)
+    return this.busyReplies.get(id)
+  }
+
+  /**
+   * The one busy rule, for `chat` and `fastBusyRefusal`: the id of the engine `req` names when
+   * that engine exists, can serve it (streaming), is available and is generating; else undefined.
+   */
+  private busyEngine(req: { readonly model?: string | null | undefined; readonly stream?: boolean | null | undefined }): string | undefined {
+    const id = req.model ?? this.defaultEngine
     const engine = this.engines.get(id)
-    if (!engine || !this.busy.has(id) || (decoded.right.stream === true && !engine.streaming) || engine.unavailableReason() !== undefined) return undefined
+    return engine && this.busy.has(id) && !(req.stream === true && !engine.streaming) && engine.unavailableReason() === undefined ? id : undefined
+  }
+
+  private countBusyRefusal(id: string): void {
     this.metrics.request(id, 503)
     this.metrics.refusal(id, "busy")
-    return this.busyReplies.get(id)
   }
 
   /**
@@ -165,9 +178,8 @@ export class Gateway {
         this.metrics.refusal(id, "unavailable")
         return Effect.fail(openAIError(503, `Model \`${id}\` is unavailable: ${reason}.`, { code: "model_unavailable" }))
       }
-      if (this.busy.has(id)) {
-        this.metrics.request(id, 503)
-        this.metrics.refusal(id, "busy")
+      if (this.busyEngine(req) !== undefined) {
+        this.countBusyRefusal(id)
         // The hot path under load: a prebuilt response (no error object, stack trace or JSON
         // encoding per refusal).
         return Effect.succeed(this.busyResponses.get(id)!)
