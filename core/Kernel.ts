@@ -472,9 +472,9 @@ export const startPlatform = async (options: { yaml?: string; file?: string; cwd
 /** Boots without serving (CLI inspection: `plugins list`, `routes`), then releases everything. */
 export const inspect = async (options: { file?: string; cwd?: string }): Promise<Kernel> => {
   const loaded = await loadConfig({ path: options.file, cwd: options.cwd })
-  const exit = await Effect.runPromiseExit(
-    Effect.scoped(boot(loaded, { mode: "inspect" })).pipe(Effect.provide(layerRegistries), Effect.provide(Logging.layer({ level: process.env.PLATFORM_LOG_LEVEL ?? "error", format: loaded.config.log.format })))
-  )
-  if (Exit.isFailure(exit)) throw Cause.squash(exit.cause)
-  return exit.value
+  // Quiet unless PLATFORM_LOG_LEVEL asks: the command's output is the table, not boot logs.
+  const quiet: LoadedConfig = { ...loaded, config: { ...loaded.config, log: { ...loaded.config.log, level: "error" } } }
+  const running = await run(quiet, layer(loaded, { mode: "inspect" }), (kernel) => kernel)
+  await running.stop()
+  return running.value
 }
