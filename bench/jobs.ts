@@ -30,7 +30,7 @@ import { Worker as Thread } from "node:worker_threads"
 import { Worker } from "bullmq"
 import { Redis } from "ioredis"
 import { ROOT, startPlatform } from "../core/Kernel.ts"
-import { platformYaml, startRedis, tempDir } from "../test/core/jobs/support.ts"
+import { platformYaml, startRedis, tempDir } from "../test/plugins/jobs/support.ts"
 
 const N = Number(process.env.JOBS_BENCH_N ?? 3000)
 const CONCURRENCY = Number(process.env.JOBS_BENCH_CONCURRENCY ?? 4)

@@ -51,17 +51,21 @@ export const PlatformConfig = Schema.Struct({
 export type PlatformConfig = Schema.Schema.Type<typeof PlatformConfig>
 
 /** A config problem located in the file. `toString()` is the one-line form users see. */
-export class ConfigError extends Error {
-  readonly _tag = "ConfigError"
-  constructor(
-    readonly file: string,
-    readonly line: number | undefined,
-    readonly column: number | undefined,
-    readonly path: string,
-    readonly detail: string,
-    readonly plugin?: string
-  ) {
-    super(`${nodePath.basename(file)}${line !== undefined ? `:${line}:${column}` : ""} ${path ? `${path}: ` : ""}${detail}`)
+export class ConfigError extends Schema.TaggedError<ConfigError>()("ConfigError", {
+  file: Schema.String,
+  line: Schema.optional(Schema.Number),
+  column: Schema.optional(Schema.Number),
+  path: Schema.String,
+  detail: Schema.String,
+  plugin: Schema.optional(Schema.String)
+}) {
+  get message(): string {
+    return `${nodePath.basename(this.file)}${this.line !== undefined ? `:${this.line}:${this.column}` : ""} ${this.path ? `${this.path}: ` : ""}${this.detail}`
+  }
+
+  /** The error at `file:line:column`, `path` (empty for the whole file), naming `plugin` when one is at fault. */
+  static at(file: string, line: number | undefined, column: number | undefined, path: string, detail: string, plugin?: string): ConfigError {
+    return new ConfigError({ file, path, detail, ...(line !== undefined ? { line } : {}), ...(column !== undefined ? { column } : {}), ...(plugin !== undefined ? { plugin } : {}) })
   }
 }
 
@@ -109,7 +113,7 @@ const parseYaml = (file: string, text: string): Parsed => {
   if (doc.errors.length > 0) {
     const e = doc.errors[0]!
     const pos = lines.linePos(e.pos[0])
-    throw new ConfigError(file, pos.line, pos.col, "", `invalid YAML: ${e.message.split("\n")[0]}`)
+    throw ConfigError.at(file, pos.line, pos.col, "", `invalid YAML: ${e.message.split("\n")[0]}`)
   }
   return { doc, lines }
 }
@@ -122,7 +126,7 @@ const interpolateDoc = (file: string, parsed: Parsed, env: NodeJS.ProcessEnv): v
       const r = interpolate(node.value, env)
       if ("missing" in r) {
         const pos = node.range ? parsed.lines.linePos(node.range[0]) : undefined
-        throw new ConfigError(file, pos?.line, pos?.col, "", `environment variable ${r.missing} is not set and has no default (write \${${r.missing}:-default})`)
+        throw ConfigError.at(file, pos?.line, pos?.col, "", `environment variable ${r.missing} is not set and has no default (write \${${r.missing}:-default})`)
       }
       const plain = node.type === "PLAIN" || node.type === undefined
       node.value = plain ? YAML.parse(r.value === "" ? '""' : r.value) ?? r.value : r.value
@@ -176,15 +180,20 @@ export const issuesToErrors = (
       : issues.map((i) => i.message.charAt(0).toLowerCase() + i.message.slice(1)).join("; ")
     const full = [...prefix, ...first.path]
     const pos = loaded.locate(full, first._tag === "Unexpected")
-    return new ConfigError(loaded.file, pos?.line, pos?.column, formatPath(full), message, plugin)
+    return ConfigError.at(loaded.file, pos?.line, pos?.column, formatPath(full), message, plugin)
   })
 }
 
 /** Several config errors at once; the message lists each on its own line. */
-export class ConfigErrors extends Error {
-  readonly _tag = "ConfigErrors"
-  constructor(readonly errors: ReadonlyArray<ConfigError>) {
-    super(errors.map((e) => e.message).join("\n"))
+export class ConfigErrors extends Schema.TaggedError<ConfigErrors>()("ConfigErrors", {
+  errors: Schema.Array(ConfigError)
+}) {
+  get message(): string {
+    return this.errors.map((e) => e.message).join("\n")
+  }
+
+  static of(errors: ReadonlyArray<ConfigError>): ConfigErrors {
+    return new ConfigErrors({ errors })
   }
 }
 
@@ -205,7 +214,7 @@ export const findConfigFile = async (options: { path?: string; cwd?: string; env
   const explicit = options.path ?? env.PLATFORM_CONFIG
   if (explicit) {
     const abs = path.resolve(cwd, explicit)
-    if (!fs.existsSync(abs)) throw new ConfigError(abs, undefined, undefined, "", `config file not found: ${abs}`)
+    if (!fs.existsSync(abs)) throw ConfigError.at(abs, undefined, undefined, "", `config file not found: ${abs}`)
     return abs
   }
   const explorer = cosmiconfig("platform", {
@@ -216,7 +225,7 @@ export const findConfigFile = async (options: { path?: string; cwd?: string; env
   })
   const result = await explorer.search(cwd)
   if (!result) {
-    throw new ConfigError(path.join(cwd, "platform.yaml"), undefined, undefined, "", `no platform.yaml found from ${cwd} (searched ${SEARCH_PLACES.join(", ")}; or pass --config FILE / set PLATFORM_CONFIG)`)
+    throw ConfigError.at(path.join(cwd, "platform.yaml"), undefined, undefined, "", `no platform.yaml found from ${cwd} (searched ${SEARCH_PLACES.join(", ")}; or pass --config FILE / set PLATFORM_CONFIG)`)
   }
   return result.filepath
 }
@@ -248,21 +257,21 @@ export const parseConfig = (file: string, text: string, env: NodeJS.ProcessEnv =
   const locate = locator(parsed)
   const loaded = { file, locate }
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
-    throw new ConfigErrors([new ConfigError(file, 1, 1, "", "expected a mapping at the top level")])
+    throw ConfigErrors.of([ConfigError.at(file, 1, 1, "", "expected a mapping at the top level")])
   }
   const decoded = Schema.decodeUnknownEither(PlatformConfig)(raw, { errors: "all", onExcessProperty: "error" })
-  if (Either.isLeft(decoded)) throw new ConfigErrors(issuesToErrors(loaded, decoded.left))
+  if (Either.isLeft(decoded)) throw ConfigErrors.of(issuesToErrors(loaded, decoded.left))
   const config = decoded.right
   const errors: Array<ConfigError> = []
   const names = new Set<string>()
   config.listeners.forEach((l, i) => {
     if (names.has(l.name)) {
       const pos = locate(["listeners", i, "name"])
-      errors.push(new ConfigError(file, pos?.line, pos?.column, `listeners[${i}].name`, `duplicate listener "${l.name}"`))
+      errors.push(ConfigError.at(file, pos?.line, pos?.column, `listeners[${i}].name`, `duplicate listener "${l.name}"`))
     }
     names.add(l.name)
   })
-  if (errors.length) throw new ConfigErrors(errors)
+  if (errors.length) throw ConfigErrors.of(errors)
   return { file, dir: path.dirname(file), raw: raw as Record<string, unknown>, text, config, locate }
 }
 

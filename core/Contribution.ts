@@ -1,65 +1,24 @@
 /**
- * The non-HTTP contribution kinds a plugin can declare: job types, graph operations and MCP
- * tools. Each kind has one registry in the kernel (see `Registry.ts`); ids are unique per kind
- * across all plugins, and a duplicate is a boot error naming both plugins.
+ * The non-HTTP contribution kinds the kernel owns: graph operations and MCP tools. Each kind has
+ * one registry in the kernel (see `Registry.ts`); ids are unique per kind across all plugins, and
+ * a duplicate is a boot error naming both plugins. Kinds a plugin owns (the `jobs` plugin's job
+ * types) are extension points (`ExtensionPoint.ts`).
  */
 import type { Effect, Schema } from "effect"
 
-/** Error kinds the jobs runtime's retry policy understands (research-jobs spec, retry policy). */
-export type JobErrorKind = "TIMEOUT" | "NETWORK_ERROR" | "VALIDATION_ERROR" | "REMOTE_ERROR" | "INTERNAL_ERROR" | "CANCELLED"
-
-/** A failure raised by a job handler: `kind` decides retrying, `message` lands in the job's `error`. */
-export class JobFailure extends Error {
-  readonly _tag = "JobFailure"
-  constructor(readonly kind: JobErrorKind, message: string, readonly retryable?: boolean) {
-    super(message)
-  }
-}
-
-/** The file store as a job sees it (the `files` service of the `jobs` plugin). */
-export interface JobFiles {
-  /**
-   * Stores `data` under `name` (reduced to one safe path segment; the store adds an unguessable
-   * id) and records it with the job, so it is deleted with the job at retention. Resolves
-   * `{ id, url }` with `url` absolute (`{files_url}/<id>/<name>`). Rejects on storage errors.
-   */
-  readonly put: (name: string, data: Uint8Array | string, contentType?: string) => Promise<{ id: string; url: string }>
-}
-
-/** What a job handler receives besides its decoded payload. */
-export interface JobContext {
-  readonly jobId: string
-  /** 1-based attempt number. */
-  readonly attempt: number
-  /** Reports progress (0..100) and an optional human-readable message. */
-  readonly progress: (percent: number, message?: string) => Promise<void>
-  /** Aborted on cancel and on worker timeout; pass it to fetches and browser pages. */
-  readonly signal: AbortSignal
-  readonly files: JobFiles
-  /** Scratch directory unique to this attempt, created on first access, removed afterwards. */
-  readonly workDir: string
-}
-
 /**
- * A job type contribution: id is the specification's name (`vectl`, `screenshot`). The jobs
- * runtime validates the POST body with `payload` (failures: 422, job FAILED with a
- * VALIDATION_ERROR), decodes it again in the worker, and checks the handler's value with `result`
- * (a mismatch fails the job with INTERNAL_ERROR, not retried). Handlers must honour
- * `ctx.signal` (cancel, WORKER_TIMEOUT): the worker frees the slot as soon as it aborts.
+ * Where an operation stores output files (the `jobs` plugin's file store gives one). `put`
+ * stores `data` under `name` (reduced to one safe path segment; the store adds an unguessable id)
+ * and resolves `{ id, url }` with `url` absolute. Rejects on storage errors.
  */
-export interface JobType<P = any, R = any> {
-  readonly id: string
-  readonly description: string
-  readonly payload: Schema.Schema<P, any>
-  readonly result: Schema.Schema<R, any>
-  /** Resolves to the result or rejects with `JobFailure` (other errors count as INTERNAL_ERROR). */
-  readonly handler: (payload: P, ctx: JobContext) => Promise<R>
+export interface OutputFiles {
+  readonly put: (name: string, data: Uint8Array | string, contentType?: string) => Promise<{ id: string; url: string }>
 }
 
 /** Context a graph operation runs with. */
 export interface GraphOpContext {
   readonly signal: AbortSignal
-  readonly files: JobFiles
+  readonly files: OutputFiles
   readonly progress: (percent: number, message?: string) => Promise<void>
 }
 

@@ -6,22 +6,21 @@
  * position (see `Config.ts`). A plugin failing with `PluginUnavailable` is reported and skipped
  * (as are plugins depending on it); the others keep serving.
  */
-import { Cause, Context, Effect, Either, Exit, Option, Schema, Scope } from "effect"
+import { Cause, Context, Effect, Either, Exit, Layer, Option, Schema, Scope } from "effect"
 import { createRequire } from "node:module"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
-import type { GraphOperation, JobType, McpTool } from "./Contribution.ts"
 import type { LoadedConfig } from "./Config.ts"
 import { ConfigError, ConfigErrors, issuesToErrors, loadConfig, parseConfig, PluginEntry } from "./Config.ts"
 import * as Logging from "./Logging.ts"
 import { mcpRoutes } from "./Mcp.ts"
 import type { BootMode, Contributions, ListenerInfo, PluginDefinition } from "./Plugin.ts"
 import { isPluginDefinition } from "./Plugin.ts"
-import { DuplicateContribution, Registry } from "./Registry.ts"
+import { DuplicateContribution } from "./Registry.ts"
 import type { MountedRoute } from "./Server.ts"
 import { makeApp, serveListener } from "./Server.ts"
-import { GraphOpRegistry, JobTypeRegistry, McpToolRegistry, PlatformInfo } from "./Services.ts"
+import { Extensions, GraphOpRegistry, layerRegistries, McpToolRegistry, PlatformInfo } from "./Services.ts"
 
 /** Root of this repository (built-in plugins live in `plugins/<name>/plugin.ts`). */
 export const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..")
@@ -30,10 +29,16 @@ export const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname)
 export const VERSION: string = JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8")).version
 
 /** A boot failure: names the plugin (when one is at fault) and what to fix. */
-export class BootError extends Error {
-  readonly _tag = "BootError"
-  constructor(message: string, readonly plugin?: string) {
-    super(plugin ? `plugin ${plugin}: ${message}` : message)
+export class BootError extends Schema.TaggedError<BootError>()("BootError", {
+  reason: Schema.String,
+  plugin: Schema.optional(Schema.String)
+}) {
+  get message(): string {
+    return this.plugin ? `plugin ${this.plugin}: ${this.reason}` : this.reason
+  }
+
+  static of(reason: string, plugin?: string): BootError {
+    return new BootError({ reason, ...(plugin !== undefined ? { plugin } : {}) })
   }
 }
 
@@ -52,9 +57,10 @@ export interface PluginStatus {
   readonly dependsOn: ReadonlyArray<string>
   readonly contributions: {
     readonly routes: number
-    readonly jobTypes: ReadonlyArray<string>
     readonly graphOps: ReadonlyArray<string>
     readonly mcpTools: ReadonlyArray<string>
+    /** Ids registered into each extension point, under the point's `name` (`jobTypes`). */
+    readonly [point: string]: number | ReadonlyArray<string>
   }
   readonly details?: Record<string, unknown>
 }
@@ -64,10 +70,10 @@ export interface Kernel {
   readonly loaded: LoadedConfig
   readonly plugins: ReadonlyArray<PluginStatus>
   readonly routes: ReadonlyMap<string, ReadonlyArray<MountedRoute>>
-  readonly jobTypes: Registry<JobType>
-  readonly graphOps: Registry<GraphOperation>
-  readonly mcpTools: Registry<McpTool & { listener: string }>
-  readonly context: Context.Context<JobTypeRegistry | GraphOpRegistry | McpToolRegistry | PlatformInfo>
+  readonly extensions: Extensions
+  readonly graphOps: GraphOpRegistry
+  readonly mcpTools: McpToolRegistry
+  readonly context: Context.Context<Extensions | GraphOpRegistry | McpToolRegistry | PlatformInfo>
   readonly starts: ReadonlyArray<Effect.Effect<void, never, any>>
   /** Bound listeners, filled by `serve`. */
   readonly listeners: Map<string, ListenerInfo>
@@ -75,7 +81,7 @@ export interface Kernel {
 
 const KERNEL_KEYS = new Set(["enabled", "listener", "module"])
 
-const NO_CONTRIBUTIONS: PluginStatus["contributions"] = { routes: 0, jobTypes: [], graphOps: [], mcpTools: [] }
+const NO_CONTRIBUTIONS: PluginStatus["contributions"] = { routes: 0, graphOps: [], mcpTools: [] }
 
 /** Resolves and imports a plugin module; returns its definition. */
 export const importPlugin = async (name: string, module: string | undefined, configDir: string): Promise<{ def: PluginDefinition; source: string }> => {
@@ -85,7 +91,7 @@ export const importPlugin = async (name: string, module: string | undefined, con
     file = path.join(ROOT, "plugins", name, "plugin.ts")
     source = "built-in"
     if (!fs.existsSync(file)) {
-      throw new BootError(`no built-in plugin named "${name}" (plugins/${name}/plugin.ts); set plugins.${name}.module to load one from elsewhere`, name)
+      throw BootError.of(`no built-in plugin named "${name}" (plugins/${name}/plugin.ts); set plugins.${name}.module to load one from elsewhere`, name)
     }
   } else if (module.startsWith(".") || path.isAbsolute(module)) {
     file = path.resolve(configDir, module)
@@ -93,24 +99,24 @@ export const importPlugin = async (name: string, module: string | undefined, con
     if (fs.existsSync(file) && fs.statSync(file).isDirectory()) {
       file = ["plugin.ts", "plugin.js", "index.ts", "index.js"].map((f) => path.join(file, f)).find((f) => fs.existsSync(f)) ?? file
     }
-    if (!fs.existsSync(file)) throw new BootError(`plugins.${name}.module: ${file} does not exist`, name)
+    if (!fs.existsSync(file)) throw BootError.of(`plugins.${name}.module: ${file} does not exist`, name)
   } else {
     source = module
     try {
       file = createRequire(path.join(configDir, "platform.yaml")).resolve(module)
     } catch {
-      throw new BootError(`plugins.${name}.module: cannot resolve package "${module}" from ${configDir} (npm install it)`, name)
+      throw BootError.of(`plugins.${name}.module: cannot resolve package "${module}" from ${configDir} (npm install it)`, name)
     }
   }
   let mod: Record<string, unknown>
   try {
     mod = await import(pathToFileURL(file).href)
   } catch (e) {
-    throw new BootError(`cannot load ${file}: ${(e as Error).message}`, name)
+    throw BootError.of(`cannot load ${file}: ${(e as Error).message}`, name)
   }
   const def = [mod.default, mod.plugin, ...Object.values(mod)].find(isPluginDefinition)
-  if (!def) throw new BootError(`${file} exports no definePlugin(...) definition`, name)
-  if (def.name !== name) throw new BootError(`${file} defines plugin "${def.name}", but platform.yaml names it "${name}"`, name)
+  if (!def) throw BootError.of(`${file} exports no definePlugin(...) definition`, name)
+  if (def.name !== name) throw BootError.of(`${file} defines plugin "${def.name}", but platform.yaml names it "${name}"`, name)
   return { def, source }
 }
 
@@ -123,7 +129,7 @@ export const orderPlugins = <T extends { name: string; dependsOn: ReadonlyArray<
   for (const p of plugins) {
     for (const d of p.dependsOn) {
       if (!byName.has(d)) {
-        throw new BootError(
+        throw BootError.of(
           disabled.has(d)
             ? `depends on plugin "${d}", which is disabled in platform.yaml (plugins.${d}.enabled)`
             : `depends on plugin "${d}", which is not configured (add plugins.${d} to platform.yaml)`,
@@ -139,7 +145,7 @@ export const orderPlugins = <T extends { name: string; dependsOn: ReadonlyArray<
     if (s === "done") return
     if (s === "visiting") {
       const cycle = [...trail.slice(trail.indexOf(p.name)), p.name]
-      throw new BootError(`dependency cycle between plugins: ${cycle.join(" -> ")}`)
+      throw BootError.of(`dependency cycle between plugins: ${cycle.join(" -> ")}`)
     }
     state.set(p.name, "visiting")
     for (const d of p.dependsOn) visit(byName.get(d)!, [...trail, p.name])
@@ -152,23 +158,55 @@ export const orderPlugins = <T extends { name: string; dependsOn: ReadonlyArray<
 
 const locateError = (loaded: LoadedConfig, p: ReadonlyArray<PropertyKey>, detail: string, plugin: string) => {
   const pos = loaded.locate(p)
-  return new ConfigError(loaded.file, pos?.line, pos?.column, p.map(String).join("."), detail, plugin)
+  return ConfigError.at(loaded.file, pos?.line, pos?.column, p.map(String).join("."), detail, plugin)
+}
+
+/** What to boot. */
+export interface BootOptions {
+  /** `serve` (the default) or `inspect` (nothing is started; see `BootMode`). */
+  readonly mode?: BootMode
+  /**
+   * Boot only this plugin and the plugins depending on it, directly or not (its extenders): what a
+   * process serving one plugin's role needs, e.g. the `jobs` plugin's workers and the job types
+   * registered into it. The other entries of `platform.yaml` are left out.
+   */
+  readonly focus?: string
+}
+
+/** The names of `root` and every candidate depending on it, directly or through others. */
+const withDependents = (root: string, candidates: ReadonlyArray<{ name: string; dependsOn: ReadonlyArray<string> }>): ReadonlySet<string> => {
+  const picked = new Set([root])
+  for (let grew = true; grew;) {
+    grew = false
+    for (const c of candidates) {
+      if (!picked.has(c.name) && c.dependsOn.some((d) => picked.has(d))) {
+        picked.add(c.name)
+        grew = true
+      }
+    }
+  }
+  return picked
 }
 
 /**
- * Boots the plugins of a loaded config inside the current scope (resources live until it closes).
+ * Boots the plugins of a loaded config inside the current scope (resources live until it closes),
+ * registering their contributions into the registries of its context (`layerRegistries`).
  * Fails with `BootError`, `ConfigErrors` or `DuplicateContribution`.
  */
-export const boot = (loaded: LoadedConfig, mode: BootMode = "serve"): Effect.Effect<Kernel, BootError | ConfigErrors | DuplicateContribution, Scope.Scope> =>
+export const boot = (
+  loaded: LoadedConfig,
+  options: BootOptions = {}
+): Effect.Effect<Kernel, BootError | ConfigErrors | DuplicateContribution, Scope.Scope | Extensions | GraphOpRegistry | McpToolRegistry> =>
   Effect.gen(function* () {
+    const mode = options.mode ?? "serve"
     const { config } = loaded
     const dataDir = path.resolve(loaded.dir, config.data_dir)
     const listeners = new Map<string, ListenerInfo>()
     const listenerNames = new Set(config.listeners.map((l) => l.name))
-    const jobTypes = new Registry<JobType>("job type")
-    const graphOps = new Registry<GraphOperation>("graph operation")
-    const mcpTools = new Registry<McpTool & { listener: string }>("MCP tool")
-    const context = Context.make(JobTypeRegistry, jobTypes).pipe(
+    const extensions = yield* Extensions
+    const graphOps = yield* GraphOpRegistry
+    const mcpTools = yield* McpToolRegistry
+    const context = Context.make(Extensions, extensions).pipe(
       Context.add(GraphOpRegistry, graphOps),
       Context.add(McpToolRegistry, mcpTools),
       Context.add(PlatformInfo, { dataDir, configDir: loaded.dir, listener: (n: string) => listeners.get(n) })
@@ -181,7 +219,7 @@ export const boot = (loaded: LoadedConfig, mode: BootMode = "serve"): Effect.Eff
     for (const [name, entry] of Object.entries(config.plugins)) {
       const kernelPart = Object.fromEntries(Object.entries(entry).filter(([k]) => KERNEL_KEYS.has(k)))
       const decoded = Schema.decodeUnknownEither(PluginEntry)(kernelPart, { errors: "all" })
-      if (Either.isLeft(decoded)) return yield* Effect.fail(new ConfigErrors(issuesToErrors(loaded, decoded.left, ["plugins", name], name)))
+      if (Either.isLeft(decoded)) return yield* Effect.fail(ConfigErrors.of(issuesToErrors(loaded, decoded.left, ["plugins", name], name)))
       const { enabled, listener, module } = decoded.right
       if (!enabled) {
         disabled.add(name)
@@ -191,16 +229,23 @@ export const boot = (loaded: LoadedConfig, mode: BootMode = "serve"): Effect.Eff
       const { def, source } = yield* Effect.tryPromise({ try: () => importPlugin(name, module, loaded.dir), catch: (e) => e as BootError })
       const listenerName = listener ?? def.defaultListener
       if (!listenerName) {
-        return yield* Effect.fail(new ConfigErrors([locateError(loaded, ["plugins", name], `plugin ${name} needs a listener (set plugins.${name}.listener)`, name)]))
+        return yield* Effect.fail(ConfigErrors.of([locateError(loaded, ["plugins", name], `plugin ${name} needs a listener (set plugins.${name}.listener)`, name)]))
       }
       if (!listenerNames.has(listenerName)) {
-        return yield* Effect.fail(new ConfigErrors([locateError(loaded, listener ? ["plugins", name, "listener"] : ["plugins", name], `plugin ${name}: listener "${listenerName}" is not declared under listeners (declared: ${[...listenerNames].join(", ") || "none"})`, name)]))
+        return yield* Effect.fail(ConfigErrors.of([locateError(loaded, listener ? ["plugins", name, "listener"] : ["plugins", name], `plugin ${name}: listener "${listenerName}" is not declared under listeners (declared: ${[...listenerNames].join(", ") || "none"})`, name)]))
       }
       const section = Object.fromEntries(Object.entries(entry).filter(([k]) => !KERNEL_KEYS.has(k)))
       candidates.push({ name, dependsOn: def.dependsOn, def, source, listener: listenerName, section })
     }
 
-    const ordered = yield* Effect.try({ try: () => orderPlugins(candidates, disabled), catch: (e) => e as BootError })
+    const focused = options.focus === undefined ? undefined : withDependents(options.focus, candidates)
+    if (focused && !candidates.some((c) => c.name === options.focus)) {
+      return yield* Effect.fail(BootError.of(`is not enabled in platform.yaml (plugins.${options.focus})`, options.focus))
+    }
+    const ordered = yield* Effect.try({
+      try: () => orderPlugins(focused ? candidates.filter((c) => focused.has(c.name)) : candidates, disabled),
+      catch: (e) => e as BootError
+    })
 
     // 2. Decode every config before running anything: all config errors at once.
     const decodedConfigs = new Map<string, unknown>()
@@ -210,7 +255,7 @@ export const boot = (loaded: LoadedConfig, mode: BootMode = "serve"): Effect.Eff
       if (Either.isLeft(r)) configErrors.push(...issuesToErrors(loaded, r.left, ["plugins", c.name], c.name))
       else decodedConfigs.set(c.name, r.right)
     }
-    if (configErrors.length) return yield* Effect.fail(new ConfigErrors(configErrors))
+    if (configErrors.length) return yield* Effect.fail(ConfigErrors.of(configErrors))
 
     // 3. Setup in dependency order; register contributions.
     const routes = new Map<string, Array<MountedRoute>>(config.listeners.map((l) => [l.name, []]))
@@ -257,11 +302,16 @@ export const boot = (loaded: LoadedConfig, mode: BootMode = "serve"): Effect.Eff
           continue
         }
         const reason = Option.isSome(failure) ? failure.value.reason : Cause.pretty(exit.cause).split("\n")[0]
-        return yield* Effect.fail(new BootError(`setup failed: ${reason}`, c.name))
+        return yield* Effect.fail(BootError.of(`setup failed: ${reason}`, c.name))
       }
       const contrib: Contributions = exit.value
       for (const route of contrib.routes ?? []) yield* mount(c.listener, c.name, route)
-      for (const jt of contrib.jobTypes ?? []) yield* jobTypes.register(c.name, jt.id, jt)
+      const extended: Record<string, Array<string>> = {}
+      for (const { point, value } of contrib.extensions ?? []) {
+        const id = point.idOf(value)
+        yield* extensions.registry(point).register(c.name, id, value)
+        ;(extended[point.name] ??= []).push(id)
+      }
       for (const op of contrib.graphOps ?? []) yield* graphOps.register(c.name, op.name, op)
       for (const tool of contrib.mcpTools ?? []) yield* mcpTools.register(c.name, `${c.listener}/${tool.name}`, { ...tool, listener: c.listener })
       if (contrib.start) starts.push(contrib.start.pipe(Effect.provide(context), Effect.annotateLogs({ plugin: c.name })))
@@ -270,7 +320,7 @@ export const boot = (loaded: LoadedConfig, mode: BootMode = "serve"): Effect.Eff
         status: "running",
         contributions: {
           routes: contrib.routes?.length ?? 0,
-          jobTypes: (contrib.jobTypes ?? []).map((j) => j.id),
+          ...extended,
           graphOps: (contrib.graphOps ?? []).map((g) => g.name),
           mcpTools: (contrib.mcpTools ?? []).map((t) => t.name)
         },
@@ -285,8 +335,8 @@ export const boot = (loaded: LoadedConfig, mode: BootMode = "serve"): Effect.Eff
         yield* mount(l.name, "kernel", route, "kernel (MCP endpoint)")
       }
     }
-    const plugins = Object.keys(config.plugins).map((n) => statuses.get(n)!).filter(Boolean)
-    return { loaded, plugins, routes, jobTypes, graphOps, mcpTools, context, starts, listeners } satisfies Kernel
+    const plugins = Object.keys(config.plugins).filter((n) => !focused || focused.has(n)).map((n) => statuses.get(n)!).filter(Boolean)
+    return { loaded, plugins, routes, extensions, graphOps, mcpTools, context, starts, listeners } satisfies Kernel
   })
 
 /** Opens every listener of a booted kernel and runs the plugins' `start` effects (scoped). */
@@ -296,16 +346,97 @@ export const serve = (kernel: Kernel): Effect.Effect<ReadonlyMap<string, Listene
     for (const l of config.listeners) {
       const app = makeApp(l.name, kernel.routes.get(l.name) ?? [], { title: "platform", version: VERSION })
       const info = yield* serveListener(l.name, l.host, l.port, app, config.shutdown_grace_ms, kernel.routes.get(l.name) ?? []).pipe(
-        Effect.mapError((e) => new BootError(`listener ${l.name} (${l.host}:${l.port}) could not start: ${String((e as { cause?: unknown }).cause ?? e)}`))
+        Effect.mapError((e) => BootError.of(`listener ${l.name} (${l.host}:${l.port}) could not start: ${String((e as { cause?: unknown }).cause ?? e)}`))
       )
       kernel.listeners.set(l.name, info)
       yield* Effect.logInfo(`listener ${l.name} serving on ${info.url}`).pipe(
         Effect.annotateLogs({ listener: l.name, plugins: [...new Set((kernel.routes.get(l.name) ?? []).map((r) => r.plugin))].join(",") })
       )
     }
-    for (const s of kernel.starts) yield* Effect.forkScoped(s)
+    yield* startAll(kernel)
     return kernel.listeners as ReadonlyMap<string, ListenerInfo>
   })
+
+/** The platform booted in this process: what `layer` provides. */
+export class Platform extends Context.Tag("@platform/core/Platform")<Platform, Kernel>() {}
+
+/** Boots the plugins of `loaded`; their resources live as long as the layer. */
+export const layer = (loaded: LoadedConfig, options: BootOptions = {}): Layer.Layer<Platform, BootError | ConfigErrors | DuplicateContribution> =>
+  Layer.scoped(Platform, boot(loaded, options)).pipe(Layer.provide(layerRegistries))
+
+/** `platform serve`: opens every listener of the booted platform and runs the plugins' `start`. */
+export const layerServe: Layer.Layer<never, unknown, Platform> = Layer.scopedDiscard(Effect.flatMap(Platform, serve))
+
+/** Forks every plugin's `start` effect in the current scope (interrupted when it closes). */
+export const startAll = (kernel: Kernel): Effect.Effect<void, never, Scope.Scope> =>
+  Effect.forEach(kernel.starts, (s) => Effect.forkScoped(s as Effect.Effect<void>), { discard: true })
+
+/** A process serving no HTTP (`platform worker`): runs the plugins' `start` effects only. */
+export const layerStart: Layer.Layer<never, never, Platform> = Layer.scopedDiscard(Effect.flatMap(Platform, startAll))
+
+/** The logger of `loaded`'s `log` settings. */
+export const layerLogger = (loaded: LoadedConfig) => Logging.layer(loaded.config.log)
+
+/** Reads the config from a YAML text (tests) or a file (`file`, else cosmiconfig search from `cwd`). */
+export const readConfig = async (options: { yaml?: string; file?: string; cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<LoadedConfig> => {
+  const cwd = options.cwd ?? process.cwd()
+  return options.yaml !== undefined
+    ? parseConfig(path.join(cwd, options.file ?? "platform.yaml"), options.yaml, options.env ?? process.env)
+    : await loadConfig({ path: options.file, cwd, env: options.env })
+}
+
+/** A role's layers built in this process, stoppable (tests, the jobs worker thread). */
+export interface Running<A> {
+  readonly value: A
+  /** Releases everything the layer acquired, in reverse order; idempotent. */
+  stop(): Promise<void>
+}
+
+/**
+ * Builds `layer` (with the config's logger) and resolves once it is up with what `read` takes
+ * from the booted platform; rejects with the layer's failure (`ConfigErrors`, `BootError`, ...).
+ */
+export const run = async <A>(loaded: LoadedConfig, role: Layer.Layer<Platform, unknown>, read: (kernel: Kernel) => A): Promise<Running<A>> => {
+  const scope = Effect.runSync(Scope.make())
+  const logger = layerLogger(loaded)
+  const exit = await Effect.runPromiseExit(
+    Layer.buildWithScope(role, scope).pipe(Effect.map((ctx) => read(Context.get(ctx, Platform))), Effect.provide(logger))
+  )
+  if (Exit.isFailure(exit)) {
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+    throw Cause.squash(exit.cause)
+  }
+  let stopped: Promise<void> | undefined
+  return {
+    value: exit.value,
+    stop() {
+      stopped ??= Effect.runPromise(Scope.close(scope, Exit.void).pipe(Effect.provide(logger)))
+      return stopped
+    }
+  }
+}
+
+/**
+ * Runs `role` until SIGINT/SIGTERM (the CLI's `serve` and `worker`), then writes
+ * "received SIGNAL, <stopping>" to stderr and releases it. Resolves once stopped; rejects with
+ * the failure of the build (`onReady` is called once it is up).
+ */
+export const launch = async (loaded: LoadedConfig, role: Layer.Layer<Platform, unknown>, stopping: string, onReady: (kernel: Kernel) => void = () => {}): Promise<void> => {
+  const running = await run(loaded, role, (kernel) => kernel)
+  onReady(running.value)
+  await new Promise<void>((resolve) => {
+    const stop = (signal: string) => {
+      process.off("SIGINT", onInt)
+      process.off("SIGTERM", onTerm)
+      process.stderr.write(`received ${signal}, ${stopping}\n`)
+      running.stop().then(resolve, resolve)
+    }
+    const onInt = () => stop("SIGINT")
+    const onTerm = () => stop("SIGTERM")
+    process.on("SIGINT", onInt)
+    process.on("SIGTERM", onTerm)
+  })
+}
 
 /** A platform running in this process (tests and `platform serve`). */
 export interface RunningPlatform {
@@ -316,30 +447,17 @@ export interface RunningPlatform {
   stop(): Promise<void>
 }
 
+/** The layers of `platform serve` for a loaded config. */
+export const serveLayer = (loaded: LoadedConfig): Layer.Layer<Platform, unknown> => layerServe.pipe(Layer.provideMerge(layer(loaded)))
+
 /**
  * Boots and serves a platform from a YAML text (tests) or a file (`file`, else cosmiconfig
- * search from `cwd`). Rejects with `ConfigErrors`, `BootError` or `DuplicateContribution`.
+ * search from `cwd`): `serveLayer`. Rejects with `ConfigErrors`, `BootError` or `DuplicateContribution`.
  */
 export const startPlatform = async (options: { yaml?: string; file?: string; cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<RunningPlatform> => {
-  const cwd = options.cwd ?? process.cwd()
-  const loaded = options.yaml !== undefined
-    ? parseConfig(path.join(cwd, options.file ?? "platform.yaml"), options.yaml, options.env ?? process.env)
-    : await loadConfig({ path: options.file, cwd, env: options.env })
-  const scope = Effect.runSync(Scope.make())
-  const logger = Logging.layer(loaded.config.log)
-  const exit = await Effect.runPromiseExit(
-    Effect.gen(function* () {
-      const kernel = yield* boot(loaded)
-      yield* serve(kernel)
-      return kernel
-    }).pipe(Scope.extend(scope), Effect.provide(logger))
-  )
-  if (Exit.isFailure(exit)) {
-    await Effect.runPromise(Scope.close(scope, Exit.void))
-    throw Cause.squash(exit.cause)
-  }
-  const kernel = exit.value
-  let stopped: Promise<void> | undefined
+  const loaded = await readConfig(options)
+  const running = await run(loaded, serveLayer(loaded), (kernel) => kernel)
+  const kernel = running.value
   return {
     kernel,
     url(listener) {
@@ -347,21 +465,16 @@ export const startPlatform = async (options: { yaml?: string; file?: string; cwd
       if (!l) throw new Error(`no listener named ${listener}`)
       return l.url
     },
-    stop() {
-      stopped ??= Effect.runPromise(Scope.close(scope, Exit.void).pipe(Effect.provide(logger)))
-      return stopped
-    }
+    stop: running.stop
   }
 }
 
 /** Boots without serving (CLI inspection: `plugins list`, `routes`), then releases everything. */
 export const inspect = async (options: { file?: string; cwd?: string }): Promise<Kernel> => {
   const loaded = await loadConfig({ path: options.file, cwd: options.cwd })
-  const exit = await Effect.runPromiseExit(
-    Effect.scoped(boot(loaded, "inspect")).pipe(Effect.provide(Logging.layer({ level: process.env.PLATFORM_LOG_LEVEL ?? "error", format: loaded.config.log.format })))
-  )
-  if (Exit.isFailure(exit)) throw Cause.squash(exit.cause)
-  return exit.value
+  // Quiet unless PLATFORM_LOG_LEVEL asks: the command's output is the table, not boot logs.
+  const quiet: LoadedConfig = { ...loaded, config: { ...loaded.config, log: { ...loaded.config.log, level: "error" } } }
+  const running = await run(quiet, layer(loaded, { mode: "inspect" }), (kernel) => kernel)
+  await running.stop()
+  return running.value
 }
-
-

@@ -14,7 +14,8 @@
  */
 import type { Effect, Scope } from "effect"
 import { Schema } from "effect"
-import type { GraphOperation, JobType, McpTool } from "./Contribution.ts"
+import type { GraphOperation, McpTool } from "./Contribution.ts"
+import type { Extension } from "./ExtensionPoint.ts"
 import type { Route } from "./Route.ts"
 import type { KernelServices } from "./Services.ts"
 
@@ -27,11 +28,12 @@ export interface ListenerInfo {
 }
 
 /**
- * Why the kernel boots: `serve` (listeners open), `worker` (no listener; background work only,
- * `platform worker`), `inspect` (CLI inspection: `plugins list`, `routes`, `config validate`;
- * nothing is served or started, so a plugin must not take exclusive resources then).
+ * Why the kernel boots: `serve` (what the plugin contributes is used: `platform serve`, and a
+ * workers-only process, which boots only the plugins it needs), `inspect` (CLI inspection:
+ * `plugins list`, `routes`, `config validate`; nothing is served or started, so a plugin must not
+ * take exclusive resources then).
  */
-export type BootMode = "serve" | "worker" | "inspect"
+export type BootMode = "serve" | "inspect"
 
 /** What the kernel hands a plugin's `setup`. */
 export interface PluginContext<C> {
@@ -47,8 +49,8 @@ export interface PluginContext<C> {
   /** Directory of the config file, for resolving relative paths in the plugin's config. */
   readonly configDir: string
   /**
-   * The platform config this kernel booted from: its path and text as read. For plugins that boot
-   * a copy of the platform elsewhere (the `jobs` plugin's worker thread).
+   * The platform config this kernel booted from: its path and text as read. For plugins that
+   * launch part of the platform elsewhere (the `jobs` plugin's worker thread).
    */
   readonly source: { readonly file: string; readonly text: string }
 }
@@ -56,7 +58,8 @@ export interface PluginContext<C> {
 /** Everything a plugin contributes. All members optional. */
 export interface Contributions {
   readonly routes?: ReadonlyArray<Route>
-  readonly jobTypes?: ReadonlyArray<JobType>
+  /** Values registered into other plugins' extension points (`ExtensionPoint.extend`). */
+  readonly extensions?: ReadonlyArray<Extension>
   readonly graphOps?: ReadonlyArray<GraphOperation>
   readonly mcpTools?: ReadonlyArray<McpTool>
   /** Background work started after all plugins registered; interrupted at shutdown. */

@@ -22,34 +22,32 @@ export interface Entry<T> {
   readonly value: T
 }
 
-/** Mutable during boot, read afterwards. `kind` names the contribution kind in errors. */
-export class Registry<T> {
-  private readonly entries = new Map<string, Entry<T>>()
-  constructor(readonly kind: string) {}
-
+/** Contributions of one kind by id; filled during boot, read afterwards. */
+export interface Registry<T> {
+  /** Names the contribution kind in errors (`graph operation`). */
+  readonly kind: string
   /** Adds `value` under `id` for `plugin`; fails on a duplicate id. */
-  register(plugin: string, id: string, value: T): Effect.Effect<void, DuplicateContribution> {
-    const existing = this.entries.get(id)
-    if (existing) {
-      return Effect.fail(new DuplicateContribution({ kind: this.kind, id, first: existing.plugin, second: plugin }))
-    }
-    this.entries.set(id, { plugin, value })
-    return Effect.void
-  }
+  readonly register: (plugin: string, id: string, value: T) => Effect.Effect<void, DuplicateContribution>
+  readonly get: (id: string) => T | undefined
+  readonly entry: (id: string) => Entry<T> | undefined
+  readonly ids: () => ReadonlyArray<string>
+  readonly values: () => ReadonlyArray<Entry<T> & { id: string }>
+}
 
-  get(id: string): T | undefined {
-    return this.entries.get(id)?.value
-  }
-
-  entry(id: string): Entry<T> | undefined {
-    return this.entries.get(id)
-  }
-
-  ids(): ReadonlyArray<string> {
-    return [...this.entries.keys()]
-  }
-
-  values(): ReadonlyArray<Entry<T> & { id: string }> {
-    return [...this.entries].map(([id, e]) => ({ id, ...e }))
+/** An empty registry of `kind`. */
+export const make = <T>(kind: string): Registry<T> => {
+  const entries = new Map<string, Entry<T>>()
+  return {
+    kind,
+    register: (plugin, id, value) => {
+      const existing = entries.get(id)
+      if (existing) return Effect.fail(new DuplicateContribution({ kind, id, first: existing.plugin, second: plugin }))
+      entries.set(id, { plugin, value })
+      return Effect.void
+    },
+    get: (id) => entries.get(id)?.value,
+    entry: (id) => entries.get(id),
+    ids: () => [...entries.keys()],
+    values: () => [...entries].map(([id, e]) => ({ id, ...e }))
   }
 }

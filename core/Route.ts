@@ -7,10 +7,14 @@
  * never reaches the handler), renders errors, and derives the listener's OpenAPI document from
  * the same declarations.
  *
- * Handler results: an `HttpServerResponse` is sent as is; any other value is sent as JSON 200.
- * Handler failures: a `Respondable` error (see `HttpError`) renders itself; an error whose
- * Schema class carries an `HttpApiSchema` status annotation is sent as its encoded JSON with that
- * status; anything else is logged and answered 500 `{error}` without internals.
+ * Handler results: a value is sent as JSON 200, a `Route.reply(status, body)` with its status;
+ * either is first encoded with the Schema the route declares for that status in `responses`
+ * (so a declared response is a contract, not documentation: a body that does not match it is
+ * logged and answered 500). An `HttpServerResponse` (streams, files, empty bodies) is sent as is.
+ * Handler failures: a `Respondable` error (see `HttpError`) renders itself, its JSON body
+ * checked against the declared Schema of its status the same way; an error whose Schema class
+ * carries an `HttpApiSchema` status annotation is sent as its encoded JSON with that status;
+ * anything else is logged and answered 500 `{error}` without internals.
  */
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import type { Effect } from "effect"
@@ -93,7 +97,16 @@ export interface RouteSpec<B, Q, P> {
   readonly openapi?: Readonly<Record<string, unknown>>
   /** Response for a request that fails decoding; default 422 `{error, detail: ValidationIssue[]}` (400 for bad JSON). */
   readonly onInvalid?: (invalid: InvalidRequest) => HttpServerResponse.HttpServerResponse
-  readonly handler: (req: RouteRequest<B, Q, P>) => Effect.Effect<unknown, unknown, never>
+  /** The implementation, in an Effect fiber. A route has this or `raw`, never both. */
+  readonly handler?: (req: RouteRequest<B, Q, P>) => Effect.Effect<unknown, unknown, never>
+  /**
+   * The implementation on the raw Node path, for a route whose answers must not pay for a fiber
+   * (`npm run bench` shows where: the jobs submit). The server reads the whole body, parses it
+   * as JSON when it can (`json` undefined otherwise), matches `:params` (not decoded by
+   * `params`), and sends the reply JSON-encoded through the Schema `responses` declares for its
+   * status, like a handler's. A rejection is logged and answered 500.
+   */
+  readonly raw?: (req: FastRequest) => Reply | Promise<Reply>
   /**
    * Optional synchronous pre-handler on the raw Node path, for hot answers that must not pay for
    * a fiber (a busy engine's 503 under load). It returns a complete reply, or undefined to let
@@ -107,6 +120,20 @@ export interface RouteSpec<B, Q, P> {
   readonly fastMaxBody?: number
 }
 
+/** A handler's answer with its status (and headers): `body` is encoded by `responses[status].schema`. */
+export interface Reply {
+  readonly _tag: "RouteReply"
+  readonly status: number
+  readonly body: unknown
+  readonly headers?: Readonly<Record<string, string>>
+}
+
+/** Answers `status` with `body` as JSON, encoded by the route's declared Schema for that status. */
+export const reply = (status: number, body: unknown, headers?: Readonly<Record<string, string>>): Reply => ({ _tag: "RouteReply", status, body, ...(headers ? { headers } : {}) })
+
+/** True for a `reply(...)` value. */
+export const isReply = (u: unknown): u is Reply => typeof u === "object" && u !== null && (u as { _tag?: unknown })._tag === "RouteReply"
+
 /** A route as registered: the spec plus the contributing plugin's name. */
 export interface Route<B = any, Q = any, P = any> extends RouteSpec<B, Q, P> {
   readonly _tag: "Route"
@@ -115,7 +142,11 @@ export interface Route<B = any, Q = any, P = any> extends RouteSpec<B, Q, P> {
 /** Declares a route. Types of `body`/`query`/`params` flow into the handler. */
 export const make = <B = undefined, Q = Record<string, string>, P = Record<string, string>>(
   spec: RouteSpec<B, Q, P>
-): Route<B, Q, P> => ({ _tag: "Route", ...spec })
+): Route<B, Q, P> => {
+  if ((spec.handler === undefined) === (spec.raw === undefined)) throw new Error(`route ${spec.method} ${spec.path}: give it one implementation, handler or raw`)
+  if (spec.raw && spec.fast) throw new Error(`route ${spec.method} ${spec.path}: a raw route needs no fast pre-handler`)
+  return { _tag: "Route", ...spec }
+}
 
 /** Default rendering of a refused request: 400 for unparsable JSON, 422 with issues otherwise. */
 export const defaultInvalid = (invalid: InvalidRequest): HttpServerResponse.HttpServerResponse =>

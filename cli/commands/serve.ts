@@ -1,8 +1,8 @@
 import { Flags } from "@oclif/core"
-import { startPlatform } from "../../core/Kernel.ts"
+import * as Kernel from "../../core/Kernel.ts"
 import { configFlag, PlatformCommand } from "../Base.ts"
 
-/** `platform serve`: boots the kernel and serves every listener until SIGINT/SIGTERM. */
+/** `platform serve`: launches the serving layers (every plugin, every listener) until SIGINT/SIGTERM. */
 export default class Serve extends PlatformCommand {
   static summary = "Run the platform: load platform.yaml, boot the enabled plugins, serve their listeners."
   static description = "Stops gracefully on SIGINT/SIGTERM: listeners stop accepting, in-flight requests finish (bounded by shutdown_grace_ms), plugin resources are released. With --json, logs are JSON lines."
@@ -16,23 +16,11 @@ export default class Serve extends PlatformCommand {
     const { flags } = await this.parse(Serve)
     if (flags["log-level"]) process.env.PLATFORM_LOG_LEVEL = flags["log-level"]
     if (this.jsonEnabled()) process.env.PLATFORM_LOG_FORMAT = "json"
-    let platform
     try {
-      platform = await startPlatform({ file: flags.config })
+      const loaded = await Kernel.readConfig({ file: flags.config })
+      await Kernel.launch(loaded, Kernel.serveLayer(loaded), "shutting down")
     } catch (e) {
       this.fail(e)
     }
-    await new Promise<void>((resolve) => {
-      const stop = (signal: string) => {
-        process.off("SIGINT", onInt)
-        process.off("SIGTERM", onTerm)
-        process.stderr.write(`received ${signal}, shutting down\n`)
-        platform.stop().then(resolve, resolve)
-      }
-      const onInt = () => stop("SIGINT")
-      const onTerm = () => stop("SIGTERM")
-      process.on("SIGINT", onInt)
-      process.on("SIGTERM", onTerm)
-    })
   }
 }

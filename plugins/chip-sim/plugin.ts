@@ -62,9 +62,6 @@ export default definePlugin({
   },
   setup: (ctx) =>
     Effect.gen(function* () {
-      // A workers-only copy of the platform (`platform worker`, the jobs plugin's worker thread)
-      // serves nothing of ours: no netlist to load there.
-      if (ctx.mode === "worker") return {}
       const candidates = netlistCandidates(ctx.configDir, ctx.config.netlist_dir)
       const dir = candidates.find(hasNetlist)
       if (!dir) {

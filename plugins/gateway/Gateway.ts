@@ -9,6 +9,7 @@
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Option, Schema, Stream } from "effect"
 import type { FastReply, FastRequest } from "../../core/Route.ts"
+import * as Route from "../../core/Route.ts"
 import { timingSafeEqual } from "node:crypto"
 import { HttpError } from "../../core/HttpError.ts"
 import { EngineError, type Engine, type Reply, type Unavailable } from "./Engine.ts"
@@ -172,13 +173,27 @@ export class Gateway {
     if (!m || !secretMatches(m[1]!.trim(), this.tokenBytes)) return undefined
     const decoded = this.decodeChat(req.json, { errors: "first", onExcessProperty: "ignore" })
     if (decoded._tag === "Left") return undefined
-    const id = decoded.right.model ?? this.defaultEngine
+    const id = this.busyEngine(decoded.right)
+    if (id === undefined) return undefined
+    this.countBusyRefusal(id)
+    return this.busyReply(id)
+  }
+
+  /**
+   * The one busy rule, for `chat` and `fastBusyRefusal`: the id of the engine `req` names when
+   * that engine exists, can serve it (streaming, no refused field), is available and is
+   * generating; else undefined.
+   */
+  private busyEngine(req: ChatRequest): string | undefined {
+    const id = req.model ?? this.defaultEngine
     const engine = this.engines.get(id)
-    if (!engine || !this.busy.has(id) || (decoded.right.stream === true && !engine.streaming)) return undefined
-    if (engine.refuse(decoded.right) !== undefined || engine.unavailable() !== undefined) return undefined
+    if (!engine || !this.busy.has(id) || (req.stream === true && !engine.streaming)) return undefined
+    return engine.refuse(req) === undefined && engine.unavailable() === undefined ? id : undefined
+  }
+
+  private countBusyRefusal(id: string): void {
     this.metrics.request(id, 503)
     this.metrics.refusal(id, "busy")
-    return this.busyReply(id)
   }
 
   /**
@@ -221,7 +236,7 @@ export class Gateway {
    * 404 unknown model, 400 `stream` on a non-streaming engine, 503 busy/unavailable, and the
    * engine's own errors (502 upstream failure, 400 bad `response_format`, 500).
    */
-  chat(req: ChatRequest, raw?: string, responseDone?: () => Promise<void> | undefined): Effect.Effect<HttpServerResponse.HttpServerResponse, HttpError> {
+  chat(req: ChatRequest, raw?: string, responseDone?: () => Promise<void> | undefined): Effect.Effect<HttpServerResponse.HttpServerResponse | Route.Reply, HttpError> {
     return Effect.suspend(() => {
       const id = req.model ?? this.defaultEngine
       const engine = this.engines.get(id)
@@ -244,9 +259,8 @@ export class Gateway {
         this.metrics.refusal(id, "unavailable")
         return Effect.fail(this.unavailableError(id, why))
       }
-      if (this.busy.has(id)) {
-        this.metrics.request(id, 503)
-        this.metrics.refusal(id, "busy")
+      if (this.busyEngine(req) !== undefined) {
+        this.countBusyRefusal(id)
         // The hot path under load: a prebuilt body (no error object, stack trace or JSON
         // encoding per refusal); only the retry hints are per refusal.
         return Effect.succeed(HttpServerResponse.uint8Array(this.busyBodies.get(id)!, { status: 503, contentType: "application/json", headers: this.retryHeaders(id) }))
@@ -257,7 +271,7 @@ export class Gateway {
     })
   }
 
-  private run(engine: Engine, req: ChatRequest, raw: string | undefined, responseDone: (() => Promise<void> | undefined) | undefined): Effect.Effect<HttpServerResponse.HttpServerResponse, HttpError> {
+  private run(engine: Engine, req: ChatRequest, raw: string | undefined, responseDone: (() => Promise<void> | undefined) | undefined): Effect.Effect<HttpServerResponse.HttpServerResponse | Route.Reply, HttpError> {
     const id = engine.id
     const controller = new AbortController()
     const t0 = performance.now()
@@ -311,7 +325,7 @@ export class Gateway {
           this.metrics.request(id, reply.status)
           return reply.body instanceof Uint8Array
             ? HttpServerResponse.uint8Array(reply.body, { status: reply.status, contentType: "application/json", ...(reply.headers ? { headers: reply.headers } : {}) })
-            : HttpServerResponse.unsafeJson(reply.body, { status: reply.status })
+            : Route.reply(reply.status, reply.body)
         }
         this.metrics.request(id, 200)
         const events = Stream.fromAsyncIterable(reply.events, (e) => e).pipe(

@@ -44,10 +44,6 @@ export default definePlugin({
   config: GatewayConfig,
   setup: (ctx) =>
     Effect.gen(function* () {
-      // A workers-only copy of the platform (`platform worker`, the jobs plugin's worker thread)
-      // serves no /v1 routes and runs no job of ours: loading engines there would hold a second
-      // copy of every model for nothing.
-      if (ctx.mode === "worker") return {}
       // Engines log from callbacks outside any fiber; the captured runtime keeps the kernel's logger.
       const runSync = Runtime.runSync(yield* Effect.runtime<never>())
       const gateway = yield* Effect.acquireRelease(

@@ -16,10 +16,7 @@
  * concurrent jobs share one budget per source.
  */
 import { gunzipSync } from "node:zlib"
-import { JobFailure } from "../../core/Contribution.ts"
-import type { Fetcher } from "../../core/net/Fetcher.ts"
-import type { Route } from "../../core/net/GeoRouting.ts"
-import type { RateLimiter } from "../../core/net/RateLimiter.ts"
+import { type Fetcher, JobFailure, type RateLimiter, type Route } from "../jobs/Contract.ts"
 
 /** Source identifiers accepted in `sources`. */
 export const SOURCES = ["wayback", "commoncrawl"] as const

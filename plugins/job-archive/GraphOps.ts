@@ -3,7 +3,8 @@
  * `archive_discover` (Discover) and `fetch_archive` (Acquire).
  */
 import { Schema } from "effect"
-import { JobFailure, type GraphOperation } from "../../core/Contribution.ts"
+import type { GraphOperation } from "../../core/Contribution.ts"
+import { JobFailure } from "../jobs/Contract.ts"
 import type { ArchiveClient, Capture } from "./Archive.ts"
 import { SOURCES, timestampDate } from "./Archive.ts"
 import { cdxTarget, IsoDate, retrieveAll } from "./Lazarus.ts"

@@ -12,8 +12,7 @@
  * answering 404 does not fail the job; if every read fails the job fails with the first error).
  */
 import { Schema } from "effect"
-import { JobFailure, type JobContext, type JobType } from "../../core/Contribution.ts"
-import { invalid } from "../../core/net/Failure.ts"
+import { invalid, type JobContext, JobFailure, type JobType } from "../jobs/Contract.ts"
 import type { ArchiveClient, Capture, MatchType, SourceId } from "./Archive.ts"
 import { SOURCES, timestampDate } from "./Archive.ts"
 

@@ -6,9 +6,7 @@
  * rate limits are per worker process and shared by all jobs of that process.
  */
 import { Effect, Option, Schema } from "effect"
-import { fetchConfigFields, fetcherFor } from "../../core/net/Fetcher.ts"
-import { directOnly, GeoRouter } from "../../core/net/GeoRouting.ts"
-import { RateLimiter } from "../../core/net/RateLimiter.ts"
+import { directOnly, fetchConfigFields, fetcherFor, GeoRouter, jobTypes, RateLimiter } from "../jobs/Contract.ts"
 import { configOption, definePlugin } from "../../core/Plugin.ts"
 import { ArchiveClient } from "./Archive.ts"
 import { ArchivedPage, archiveDiscoverOp, fetchArchiveOp } from "./GraphOps.ts"
@@ -71,7 +69,7 @@ export default definePlugin({
       const geo = Option.getOrElse(yield* Effect.serviceOption(GeoRouter), () => directOnly)
       const client = makeArchiveClient(ctx.config, geo)
       return {
-        jobTypes: [lazarusJob(client)],
+        extensions: jobTypes(lazarusJob(client)),
         graphOps: [archiveDiscoverOp(client), fetchArchiveOp(client)]
       }
     })

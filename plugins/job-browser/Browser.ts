@@ -18,10 +18,7 @@
  */
 import { Schema } from "effect"
 import type { Page } from "playwright-core"
-import { JobFailure, type JobType } from "../../core/Contribution.ts"
-import { abortFailure, DeadlineExceeded } from "../../core/net/Failure.ts"
-import type { GeoResolver } from "../../core/net/GeoRouting.ts"
-import { sleep } from "../../core/net/RateLimiter.ts"
+import { abortFailure, DeadlineExceeded, type GeoResolver, JobFailure, type JobType, sleep } from "../jobs/Contract.ts"
 import type { BrowserPool } from "./BrowserPool.ts"
 import { imageDimensions } from "./Image.ts"
 import { gotoChecked, playwrightFailure } from "./Navigate.ts"

@@ -23,8 +23,7 @@
 import { randomBytes } from "node:crypto"
 import { readdirSync, readFileSync } from "node:fs"
 import { chromium, type Browser, type BrowserContext, type BrowserContextOptions } from "playwright-core"
-import { JobFailure } from "../../core/Contribution.ts"
-import { abortFailure } from "../../core/net/Failure.ts"
+import { abortFailure, JobFailure } from "../jobs/Contract.ts"
 
 /** The environment variable marking this pool's Chromium processes. */
 export const TAG_ENV = "PLATFORM_JOB_BROWSER"

@@ -4,10 +4,7 @@
  * `net::ERR_*` are `NETWORK_ERROR`, a Playwright timeout is `TIMEOUT`.
  */
 import type { Page } from "playwright-core"
-import { JobFailure } from "../../core/Contribution.ts"
-import { statusFailure } from "../../core/net/Failure.ts"
-import { retryAfterMs } from "../../core/net/Fetcher.ts"
-import { sleep } from "../../core/net/RateLimiter.ts"
+import { JobFailure, retryAfterMs, sleep, statusFailure } from "../jobs/Contract.ts"
 
 /** Backoff settings of page loads. */
 export interface NavigateOptions {

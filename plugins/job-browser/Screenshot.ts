@@ -7,9 +7,8 @@
  * file store as `screenshot-{n}.{png|jpg}`; `width`/`height` are read from the image itself.
  */
 import { Schema } from "effect"
-import type { GraphOperation, JobContext, JobType } from "../../core/Contribution.ts"
-import { invalid } from "../../core/net/Failure.ts"
-import type { GeoResolver } from "../../core/net/GeoRouting.ts"
+import type { GraphOperation } from "../../core/Contribution.ts"
+import { type GeoResolver, invalid, type JobContext, type JobType } from "../jobs/Contract.ts"
 import type { BrowserPool } from "./BrowserPool.ts"
 import { imageDimensions } from "./Image.ts"
 import { gotoChecked } from "./Navigate.ts"

@@ -8,7 +8,7 @@
  */
 import { Effect, Option, Schema } from "effect"
 import { accessSync, constants } from "node:fs"
-import { directOnly, GeoRouter } from "../../core/net/GeoRouting.ts"
+import { directOnly, GeoRouter, jobTypes } from "../jobs/Contract.ts"
 import { configOption, definePlugin, PluginUnavailable } from "../../core/Plugin.ts"
 import { BrowserPayload, BrowserResult, browserJob } from "./Browser.ts"
 import { BrowserPool, DEFAULT_ARGS } from "./BrowserPool.ts"
@@ -66,7 +66,7 @@ export default definePlugin({
       const pool = yield* Effect.acquireRelease(Effect.sync(() => makeBrowserPool(c)), (p) => Effect.promise(() => p.close()))
       const s = browserSettings(c)
       return {
-        jobTypes: [screenshotJob(pool, geo, s), browserJob(pool, geo, s)],
+        extensions: jobTypes(screenshotJob(pool, geo, s), browserJob(pool, geo, s)),
         graphOps: [screenshotOp(pool, geo, s)],
         status: () => ({ chromium: c.chromium_path, browser_warm: pool.warm, launches: pool.launches, open_contexts: pool.openContexts })
       }

@@ -2,7 +2,8 @@
  * Graph operation of the transcript plugin: `youtube_search` (Discover), a query to videos.
  */
 import { Schema } from "effect"
-import { JobFailure, type GraphOperation } from "../../core/Contribution.ts"
+import type { GraphOperation } from "../../core/Contribution.ts"
+import { JobFailure } from "../jobs/Contract.ts"
 import type { VideoHit, YouTubeClient } from "./YouTube.ts"
 
 /** `youtube_search` params: `max_results` (1..50, default 10), optional `query` (else the input), `geo`. */

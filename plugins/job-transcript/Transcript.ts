@@ -12,7 +12,7 @@
  * for step 4.
  */
 import { Schema } from "effect"
-import { JobFailure, type JobType } from "../../core/Contribution.ts"
+import { JobFailure, type JobType } from "../jobs/Contract.ts"
 import type { CaptionTrack, YouTubeClient } from "./YouTube.ts"
 
 /** YouTube video ids are 11 characters of the URL-safe base-64 alphabet. */

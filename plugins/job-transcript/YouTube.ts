@@ -17,10 +17,7 @@
  * Search (`youtube_search`) uses `POST /youtubei/v1/search` with the WEB client and reads
  * every `videoRenderer` in the answer, wherever the page layout nests it.
  */
-import { JobFailure } from "../../core/Contribution.ts"
-import type { Fetcher } from "../../core/net/Fetcher.ts"
-import type { Route } from "../../core/net/GeoRouting.ts"
-import type { RateLimiter } from "../../core/net/RateLimiter.ts"
+import { type Fetcher, JobFailure, type RateLimiter, type Route } from "../jobs/Contract.ts"
 
 /** Endpoints and client identities (from the plugin config). */
 export interface YouTubeOptions {

@@ -7,9 +7,7 @@
  * versions are configurable because YouTube retires old ones.
  */
 import { Effect, Option, Schema } from "effect"
-import { fetchConfigFields, fetcherFor } from "../../core/net/Fetcher.ts"
-import { directOnly, GeoRouter } from "../../core/net/GeoRouting.ts"
-import { RateLimiter } from "../../core/net/RateLimiter.ts"
+import { directOnly, fetchConfigFields, fetcherFor, GeoRouter, jobTypes, RateLimiter } from "../jobs/Contract.ts"
 import { configOption, definePlugin } from "../../core/Plugin.ts"
 import { Video, youtubeSearchOp } from "./GraphOps.ts"
 import { TranscriptPayload, TranscriptResult, transcriptJob } from "./Transcript.ts"
@@ -56,6 +54,6 @@ export default definePlugin({
     Effect.gen(function* () {
       const geo = Option.getOrElse(yield* Effect.serviceOption(GeoRouter), () => directOnly)
       const client = makeYouTubeClient(ctx.config, geo)
-      return { jobTypes: [transcriptJob(client)], graphOps: [youtubeSearchOp(client)] }
+      return { extensions: jobTypes(transcriptJob(client)), graphOps: [youtubeSearchOp(client)] }
     })
 })

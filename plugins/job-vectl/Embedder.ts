@@ -11,7 +11,7 @@
  */
 import { createHash } from "node:crypto"
 import { Schema } from "effect"
-import { JobFailure } from "../../core/Contribution.ts"
+import { JobFailure } from "../jobs/Contract.ts"
 
 /** The dimension of every vector vectl stores. */
 export const DIMENSIONS = 768

@@ -12,7 +12,7 @@
  */
 import { createHash } from "node:crypto"
 import { Schema } from "effect"
-import { JobFailure, type JobType } from "../../core/Contribution.ts"
+import { JobFailure, type JobType } from "../jobs/Contract.ts"
 import { chunkWords } from "./Chunk.ts"
 import { DIMENSIONS, type Embedder } from "./Embedder.ts"
 import { STORE_NAME, type VectorStores } from "./VectorStore.ts"

@@ -8,6 +8,7 @@
 import * as path from "node:path"
 import { Effect, Schema } from "effect"
 import { definePlugin, PluginBootError } from "../../core/Plugin.ts"
+import { jobTypes } from "../jobs/Contract.ts"
 import { type Embedder, hashingEmbedder, llamaCppEmbedder, ModelConfig, openaiEmbedder } from "./Embedder.ts"
 import { vectlJob } from "./Vectl.ts"
 import { VectorStores } from "./VectorStore.ts"
@@ -59,7 +60,7 @@ export default definePlugin({
         batchSize: ctx.config.batch_size
       })
       return {
-        jobTypes: [job],
+        extensions: jobTypes(job),
         status: () => ({ default_model: ctx.config.default_model, models: Object.fromEntries(Object.entries(ctx.config.models).map(([n, m]) => [n, m.kind])) })
       }
     })

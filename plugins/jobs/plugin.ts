@@ -1,24 +1,25 @@
 /**
  * Plugin `jobs`: the asynchronous Jobs API (research-jobs spec) on listener `jobs` (port 9003 by
  * default) and the `files` store served beside it at `/files`. It builds the jobs runtime
- * (`core/jobs`) from its config and runs workers; job types come from every plugin's `jobTypes`
- * contribution through `JobTypeRegistry`, looked up when a job is submitted or delivered, so
- * plugins that depend on `jobs` (set up after it) still plug in.
+ * (`runtime/`) from its config and runs workers. It owns the `JobTypes` extension point
+ * (`Contract.ts`): job plugins depend on `jobs` and register their types there; types are looked
+ * up when a job is submitted or delivered, so plugins set up after this one still plug in.
  *
- * Role: `all` (API and, with `workers: true`, workers) for `platform serve`; `worker` (no
- * routes, workers only, against Redis) when the process is `platform worker` (see
- * `core/jobs/WorkerMode.ts`, which sets `PLATFORM_JOBS_ROLE=worker`).
+ * The plugin does the same in every process: API routes, and workers when `workers: true`. A
+ * workers-only process (`platform worker`, the worker thread) is the kernel booting this plugin
+ * and its extenders from a config with `workers: true` and no listener (see `Workers.ts`).
  */
 import * as path from "node:path"
-import { Effect, Schema } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
 import { definePlugin, PluginBootError } from "../../core/Plugin.ts"
-import { JobTypeRegistry } from "../../core/Services.ts"
-import { FilesSettings, makeFileStore, uploadKey } from "../../core/jobs/FileStore.ts"
-import { routes } from "../../core/jobs/Http.ts"
-import { JobsRuntime, type Role } from "../../core/jobs/Runtime.ts"
-import { JobsSettings } from "../../core/jobs/Settings.ts"
-import { startWorkerThread, type WorkerThread } from "../../core/jobs/WorkerThread.ts"
-import { CONCURRENCY_ENV, FILES_URL_ENV, ROLE_ENV } from "../../core/jobs/WorkerMode.ts"
+import { Extensions } from "../../core/Services.ts"
+import { JobTypes } from "./JobType.ts"
+import { FilesSettings, makeFileStore, uploadKey } from "./runtime/FileStore.ts"
+import { routes } from "./runtime/Http.ts"
+import * as Backend from "./runtime/Backend.ts"
+import { JobsRuntime } from "./runtime/Runtime.ts"
+import { JobsSettings } from "./runtime/Settings.ts"
+import { startWorkerThread, type WorkerThread } from "./runtime/WorkerThread.ts"
 
 /** Config of `plugins.jobs` in platform.yaml: the runtime settings plus the file store. */
 export const JobsConfig = Schema.extend(
@@ -38,20 +39,14 @@ export default definePlugin({
   config: JobsConfig,
   setup: (ctx) =>
     Effect.gen(function*() {
-      const registry = yield* JobTypeRegistry
-      const role: Role = process.env[ROLE_ENV] === "worker" ? "worker" : "all"
-      const concurrency = role === "worker" ? Number(process.env[CONCURRENCY_ENV]) || undefined : undefined
-      const settings = concurrency ? { ...ctx.config, limits: { ...ctx.config.limits, worker_concurrency: concurrency } } : ctx.config
-      if (role === "worker" && ctx.config.backend !== "redis") {
-        return yield* Effect.fail(new PluginBootError({ reason: "platform worker needs plugins.jobs.backend: redis (the embedded queue lives inside the serving process)" }))
-      }
+      const registry = (yield* Extensions).registry(JobTypes)
       const files = yield* Effect.try({
         try: () =>
           makeFileStore(ctx.config.files, ctx.dataDir, () => {
             const l = ctx.listenerInfo(ctx.listener)
-            // A worker process serves nothing: its URLs must come from files.url (the API's address),
-            // or from the serving thread that started it.
-            return l ? `${l.url}/files` : process.env[FILES_URL_ENV] ?? "http://127.0.0.1:9003/files"
+            // A workers-only process serves nothing: its URLs come from files.url (the API's
+            // address; the serving thread sets it for its worker thread).
+            return l ? `${l.url}/files` : "http://127.0.0.1:9003/files"
           }),
         catch: (e) => new PluginBootError({ reason: `files: ${(e as Error).message}` })
       })
@@ -59,19 +54,23 @@ export default definePlugin({
         // Inspection must not take the store's lock from a running `platform serve`: declare the
         // routes over a runtime that is never opened (no listener serves them in this mode).
         return {
-          routes: role === "worker" ? [] : routes(undefined as unknown as JobsRuntime, files, { maxUploadBytes: ctx.config.files.max_upload_bytes, heartbeatMs: ctx.config.events_heartbeat_s * 1000 }),
-          status: () => ({ backend: ctx.config.backend, role, workers: ctx.config.workers, job_types: registry.ids() })
+          routes: routes(undefined as unknown as JobsRuntime, files, { maxUploadBytes: ctx.config.files.max_upload_bytes, heartbeatMs: ctx.config.events_heartbeat_s * 1000 }),
+          status: () => ({ backend: ctx.config.backend, workers: ctx.config.workers, job_types: registry.ids() })
         }
       }
+      const backend = yield* Layer.build(Backend.layer(ctx.config, path.join(ctx.dataDir, "store"))).pipe(
+        Effect.map((services) => ({ store: Context.get(services, Backend.JobStore), queue: Context.get(services, Backend.JobQueue) })),
+        Effect.mapError((e) => new PluginBootError({ reason: `jobs store (${ctx.config.backend}): ${e.message}` }))
+      )
       const rt = yield* Effect.acquireRelease(
         Effect.tryPromise({
           try: () =>
             JobsRuntime.open({
-              settings,
+              settings: ctx.config,
+              backend,
               dataDir: path.join(ctx.dataDir, "store"),
               lookup: (id) => registry.get(id),
               files,
-              role,
               // Workers start in `start`, once every plugin has registered its job types.
               startWorkers: false
             }),
@@ -80,13 +79,13 @@ export default definePlugin({
         (rt) => Effect.promise(() => rt.close())
       )
       const key = uploadKey(ctx.config.files)
-      // `platform serve` with redis: workers in a thread of their own (see core/jobs/WorkerThread.ts).
-      let inThread = role === "all" && ctx.config.backend === "redis" && ctx.config.workers && ctx.config.worker_thread
+      // `platform serve` with redis: workers in a thread of their own (see runtime/WorkerThread.ts).
+      let inThread = ctx.config.backend === "redis" && ctx.config.workers && ctx.config.worker_thread
       const startHere = Effect.promise(() => rt.startWorkers())
       const startInThread = Effect.acquireRelease(
         Effect.tryPromise(() => {
           const l = ctx.listenerInfo(ctx.listener)
-          return startWorkerThread(ctx.source, l ? { [FILES_URL_ENV]: `${l.url}/files` } : {})
+          return startWorkerThread(ctx.source, l ? `${l.url}/files` : undefined)
         }).pipe(
           Effect.map((t): WorkerThread | undefined => t),
           // The API keeps serving: its own event loop runs the workers instead.
@@ -103,17 +102,16 @@ export default definePlugin({
         (t) => Effect.promise(() => t?.stop() ?? Promise.resolve())
       ).pipe(Effect.asVoid)
       return {
-        routes: role === "worker" ? [] : routes(rt, files, {
+        routes: routes(rt, files, {
           ...(key ? { uploadKey: key } : {}),
           maxUploadBytes: ctx.config.files.max_upload_bytes,
           heartbeatMs: ctx.config.events_heartbeat_s * 1000
         }),
-        start: inThread ? startInThread : role === "worker" || ctx.config.workers ? startHere : Effect.void,
+        start: inThread ? startInThread : ctx.config.workers ? startHere : Effect.void,
         status: () => ({
           backend: ctx.config.backend,
-          role,
-          workers: role === "worker" || ctx.config.workers,
-          ...(role === "all" && ctx.config.workers ? { workers_in: inThread ? "thread" : "api thread" } : {}),
+          workers: ctx.config.workers,
+          ...(ctx.config.workers ? { workers_in: inThread ? "thread" : "api thread" } : {}),
           job_types: registry.ids()
         })
       }

@@ -199,3 +199,26 @@ describe("fast pre-handlers", () => {
     }
   })
 })
+
+describe("response schemas", () => {
+  it("encode every JSON answer through the Schema declared for its status; a mismatch is a 500", async () => {
+    const p = await boot(`  contract:\n    module: ${F}/contract\n`)
+    const get = (path: string, init?: RequestInit) => fetch(`${p.url("main")}${path}`, init)
+    try {
+      const good = await get("/good")
+      expect([good.status, await good.json()]).toEqual([200, { n: 1, extra: "kept" }])
+      const bad = await get("/bad")
+      expect([bad.status, await bad.json()]).toEqual([500, { error: "internal error" }])
+      const created = await get("/created")
+      expect([created.status, created.headers.get("x-made"), await created.json()]).toEqual([201, "yes", { n: 2 }])
+      const raw = await get("/raw/7", { method: "POST", body: "{}" })
+      expect([raw.status, await raw.json()]).toEqual([200, { n: 7 }])
+      const rawNotJson = await get("/raw/8", { method: "POST", body: "oops" })
+      expect([rawNotJson.status, await rawNotJson.json()]).toEqual([201, { n: 8 }])
+      const rawBad = await get("/raw-bad", { method: "POST", body: "{}" })
+      expect([rawBad.status, await rawBad.json()]).toEqual([500, { error: "internal error" }])
+    } finally {
+      await p.stop()
+    }
+  })
+})

@@ -19,12 +19,9 @@ export default class PluginsList extends PlatformCommand {
           p.version,
           p.listener,
           p.status + (p.reason ? `: ${p.reason}` : ""),
-          [
-            p.contributions.routes ? `${p.contributions.routes} routes` : "",
-            p.contributions.jobTypes.length ? `jobs: ${p.contributions.jobTypes.join(",")}` : "",
-            p.contributions.graphOps.length ? `graph ops: ${p.contributions.graphOps.join(",")}` : "",
-            p.contributions.mcpTools.length ? `mcp: ${p.contributions.mcpTools.join(",")}` : ""
-          ].filter(Boolean).join("; ")
+          Object.entries(p.contributions)
+            .map(([kind, ids]) => (typeof ids === "number" ? (ids ? `${ids} ${kind}` : "") : ids.length ? `${kind}: ${ids.join(",")}` : ""))
+            .filter(Boolean).join("; ")
         ])
       ))
       return kernel.plugins

@@ -11,7 +11,7 @@ import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ROOT, startPlatform, type RunningPlatform } from "../../../core/Kernel.ts"
 import { writeTinyGguf } from "../../../scripts/make-tiny-gguf.ts"
-import { sendTurn } from "../../../cli/commands/gateway/chat.ts"
+import { sendTurn } from "../../../plugins/gateway/commands/chat.ts"
 import { startOpenAIUpstream, type OpenAIUpstream } from "../../fixtures/openai-upstream.ts"
 import { runCli } from "../../support/cli.ts"
 

@@ -4,7 +4,7 @@ import { archiveDiscoverOp, fetchArchiveOp } from "../../../plugins/job-archive/
 import { lazarusJob, type LazarusPayload } from "../../../plugins/job-archive/Lazarus.ts"
 import { ArchiveConfig, makeArchiveClient } from "../../../plugins/job-archive/plugin.ts"
 import { type ArchiveFixture, archiveConfigFor, archiveServer } from "../../fixtures/archive-server.ts"
-import { expectJobFailure, jobContexts, type TestJobContext } from "../../core/net/jobContext.ts"
+import { expectJobFailure, jobContexts, type TestJobContext } from "../jobs/net/jobContext.ts"
 
 let fx: ArchiveFixture
 let job: ReturnType<typeof lazarusJob>

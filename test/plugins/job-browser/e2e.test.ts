@@ -7,7 +7,7 @@ import { existsSync } from "node:fs"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ROOT, startPlatform } from "../../../core/Kernel.ts"
 import { imageDimensions } from "../../../plugins/job-browser/Image.ts"
-import { jobsClient, platformYaml, tempDir } from "../../core/jobs/support.ts"
+import { jobsClient, platformYaml, tempDir } from "../jobs/support.ts"
 import { type Fixture, pagesServer } from "../../fixtures/pages-server.ts"
 import { taggedPids, waitNoTagged } from "./procs.ts"
 

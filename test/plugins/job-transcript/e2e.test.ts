@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ROOT, startPlatform } from "../../../core/Kernel.ts"
-import { jobsClient, platformYaml, tempDir } from "../../core/jobs/support.ts"
+import { jobsClient, platformYaml, tempDir } from "../jobs/support.ts"
 import { transcriptConfigFor, type YouTubeFixture, youtubeServer } from "../../fixtures/youtube-server.ts"
 
 let fx: YouTubeFixture

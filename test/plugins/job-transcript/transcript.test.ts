@@ -4,7 +4,7 @@ import { youtubeSearchOp } from "../../../plugins/job-transcript/GraphOps.ts"
 import { makeYouTubeClient, TranscriptConfig } from "../../../plugins/job-transcript/plugin.ts"
 import { chooseTrack, transcriptJob, type TranscriptPayload } from "../../../plugins/job-transcript/Transcript.ts"
 import { parseTimedText } from "../../../plugins/job-transcript/YouTube.ts"
-import { expectJobFailure, jobContexts } from "../../core/net/jobContext.ts"
+import { expectJobFailure, jobContexts } from "../jobs/net/jobContext.ts"
 import { transcriptConfigFor, type YouTubeFixture, youtubeServer } from "../../fixtures/youtube-server.ts"
 
 let fx: YouTubeFixture

@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
-import { JobFailure } from "../../../core/Contribution.ts"
+import { JobFailure } from "../../../plugins/jobs/Contract.ts"
 import { DIMENSIONS, hashingVector, llamaCppEmbedder, openaiEmbedder } from "../../../plugins/job-vectl/Embedder.ts"
 import { writeTinyGguf } from "../../../scripts/make-tiny-gguf.ts"
 

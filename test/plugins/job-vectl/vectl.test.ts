@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ROOT, startPlatform } from "../../../core/Kernel.ts"
-import { jobsClient, platformYaml, startRedis, tempDir, type TestRedis } from "../../core/jobs/support.ts"
+import { jobsClient, platformYaml, startRedis, tempDir, type TestRedis } from "../jobs/support.ts"
 
 const filler = (n: number, seed: string) =>
   Array.from({ length: n }, (_, i) => ["river", "stone", "market", "window", "garden", "engine", "letter", "cloud"][(i * 7 + seed.length) % 8] + (i % 13)).join(" ")

@@ -7,8 +7,8 @@ import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ROOT, startPlatform } from "../../../core/Kernel.ts"
-import type { Job } from "../../../core/jobs/Job.ts"
-import { jobsClient, platformYaml, startRedis, tempDir, type TestRedis } from "../../core/jobs/support.ts"
+import type { Job } from "../../../plugins/jobs/runtime/Job.ts"
+import { jobsClient, platformYaml, startRedis, tempDir, type TestRedis } from "./support.ts"
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 const statuses = (j: Job) => j.history.map((h) => h.status)

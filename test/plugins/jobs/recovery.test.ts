@@ -11,8 +11,8 @@ import type { AddressInfo } from "node:net"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ROOT, startPlatform } from "../../../core/Kernel.ts"
-import type { Job } from "../../../core/jobs/Job.ts"
-import { jobsClient, platformYaml, startRedis, tempDir, type TestRedis } from "../../core/jobs/support.ts"
+import type { Job } from "../../../plugins/jobs/runtime/Job.ts"
+import { jobsClient, platformYaml, startRedis, tempDir, type TestRedis } from "./support.ts"
 
 const SCRIPT = path.join(import.meta.dirname, "fixtures", "serve.ts")
 const children: Array<ChildProcess> = []

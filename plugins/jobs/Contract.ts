@@ -1,0 +1,11 @@
+/**
+ * The public contract of the `jobs` plugin: the only module of it other plugins import. A job
+ * plugin lists `jobs` in `dependsOn` and returns `extensions: jobTypes(...)` from `setup`; its
+ * handlers may use the network helpers below (fetches with deadlines, 429 backoff and per-host
+ * rate limits, geo routing), which every job type shares.
+ */
+export { type JobContext, type JobErrorKind, JobFailure, type JobFiles, type JobType, JobTypes, jobTypes } from "./JobType.ts"
+export { abortFailure, DeadlineExceeded, invalid, statusFailure, transportFailure } from "./net/Failure.ts"
+export { type FetchConfig, fetchConfigFields, Fetcher, fetcherFor, type FetcherOptions, type FetchRequest, type FetchResponse, retryAfterMs } from "./net/Fetcher.ts"
+export { directOnly, type GeoFilter, GeoRouter, type GeoResolver, parseGeo, type Route } from "./net/GeoRouting.ts"
+export { RateLimiter, type RateLimiterOptions, sleep } from "./net/RateLimiter.ts"

@@ -1,0 +1,58 @@
+/**
+ * What a job plugin writes: a job type, the context its handler gets, the failure it raises, and
+ * the `JobTypes` extension point it registers into. Re-exported by `Contract.ts`, the only
+ * module of this plugin other plugins import.
+ */
+import type { Schema } from "effect"
+import type { OutputFiles } from "../../core/Contribution.ts"
+import * as ExtensionPoint from "../../core/ExtensionPoint.ts"
+
+/** Error kinds the jobs runtime's retry policy understands (research-jobs spec, retry policy). */
+export type JobErrorKind = "TIMEOUT" | "NETWORK_ERROR" | "VALIDATION_ERROR" | "REMOTE_ERROR" | "INTERNAL_ERROR" | "CANCELLED"
+
+/** A failure raised by a job handler: `kind` decides retrying, `message` lands in the job's `error`. */
+export class JobFailure extends Error {
+  readonly _tag = "JobFailure"
+  constructor(readonly kind: JobErrorKind, message: string, readonly retryable?: boolean) {
+    super(message)
+  }
+}
+
+/** The file store as a job sees it: stored files are deleted with the job at retention. */
+export type JobFiles = OutputFiles
+
+/** What a job handler receives besides its decoded payload. */
+export interface JobContext {
+  readonly jobId: string
+  /** 1-based attempt number. */
+  readonly attempt: number
+  /** Reports progress (0..100) and an optional human-readable message. */
+  readonly progress: (percent: number, message?: string) => Promise<void>
+  /** Aborted on cancel and on worker timeout; pass it to fetches and browser pages. */
+  readonly signal: AbortSignal
+  readonly files: JobFiles
+  /** Scratch directory unique to this attempt, created on first access, removed afterwards. */
+  readonly workDir: string
+}
+
+/**
+ * A job type: id is the specification's name (`vectl`, `screenshot`). The jobs runtime
+ * validates the POST body with `payload` (failures: 422, job FAILED with a VALIDATION_ERROR),
+ * decodes it again in the worker, and checks the handler's value with `result` (a mismatch fails
+ * the job with INTERNAL_ERROR, not retried). Handlers must honour `ctx.signal` (cancel,
+ * WORKER_TIMEOUT): the worker frees the slot as soon as it aborts.
+ */
+export interface JobType<P = any, R = any> {
+  readonly id: string
+  readonly description: string
+  readonly payload: Schema.Schema<P, any>
+  readonly result: Schema.Schema<R, any>
+  /** Resolves to the result or rejects with `JobFailure` (other errors count as INTERNAL_ERROR). */
+  readonly handler: (payload: P, ctx: JobContext) => Promise<R>
+}
+
+/** The extension point job plugins register their types into (owned by the `jobs` plugin). */
+export const JobTypes = ExtensionPoint.make<JobType>({ name: "jobTypes", kind: "job type", owner: "jobs", idOf: (t) => t.id })
+
+/** The contributions registering `types` (return them as `extensions` from `setup`). */
+export const jobTypes = (...types: ReadonlyArray<JobType>) => ExtensionPoint.extend(JobTypes, ...types)

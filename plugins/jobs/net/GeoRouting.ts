@@ -1,0 +1,81 @@
+/**
+ * Where a request goes out: the plug-in point between fetching jobs and geographic routing.
+ *
+ * Jobs accept a `geo` filter (research-jobs spec, "Geographic filter"): `{country}[:{state}][:{type}]`
+ * or `tor`. Resolving a filter to a regional proxy (a VPN bank's endpoint, the Tor proxy) is the
+ * job of a geo router that does not exist yet. Every fetching path (the `Fetcher`, the browser's
+ * per-job context) asks a `GeoResolver` for a `Route` and applies it, so plugging a router in is
+ * providing a `GeoRouter` service; nothing in the jobs changes. Until then `directOnly` serves
+ * `null` geo directly and refuses any other value with a clear, non-retryable error.
+ */
+import { Context } from "effect"
+import { JobFailure } from "../JobType.ts"
+
+/** A parsed geo filter. `tor: true` alone for the bare `tor`. */
+export interface GeoFilter {
+  readonly raw: string
+  readonly country: string | null
+  readonly state: string | null
+  readonly type: string | null
+  readonly tor: boolean
+}
+
+/**
+ * How a request leaves this worker.
+ * - `direct`: no proxy.
+ * - `proxy`: through `proxyUrl` (`http://host:port`, `socks5://host:port`), the form Chromium's
+ *   per-context `proxy.server` takes. `dispatcher` is an optional undici `Dispatcher` (e.g. a
+ *   `ProxyAgent`) the resolver supplies for Node's `fetch`; a proxy route without one cannot be
+ *   used by `Fetcher` and fails the request.
+ */
+export type Route =
+  | { readonly kind: "direct" }
+  | { readonly kind: "proxy"; readonly proxyUrl: string; readonly dispatcher?: unknown; readonly label?: string }
+
+/** Resolves a job's `geo` to a route. Rejects with `JobFailure` when it cannot. */
+export interface GeoResolver {
+  readonly resolve: (geo: string | null | undefined, signal?: AbortSignal) => Promise<Route>
+}
+
+const GEO_RE = /^(?:tor|[a-z]{2,3}(?::[a-z]{2})?(?::tor)?)$/
+
+/**
+ * Parses a geo filter (case-insensitive). Returns `null` for null/undefined/empty.
+ * Throws `JobFailure` `VALIDATION_ERROR` on a value outside the grammar (`us`, `us:ca`,
+ * `us:tx:tor`, `tor`).
+ */
+export const parseGeo = (geo: string | null | undefined): GeoFilter | null => {
+  if (geo === null || geo === undefined || geo.trim() === "") return null
+  const raw = geo.trim().toLowerCase()
+  if (!GEO_RE.test(raw)) {
+    throw new JobFailure("VALIDATION_ERROR", `invalid geo "${geo}": expected {country}[:{state}][:tor] or tor`, false)
+  }
+  if (raw === "tor") return { raw, country: null, state: null, type: "tor", tor: true }
+  const [country, second, third] = raw.split(":")
+  const state = second && second !== "tor" ? second : null
+  const type = second === "tor" || third === "tor" ? "tor" : null
+  return { raw, country: country!, state, type, tor: false }
+}
+
+/**
+ * The resolver used until geographic routing exists: `null`/absent geo is a direct route; any
+ * other (well-formed) value fails with `VALIDATION_ERROR` "geo routing is not configured" so
+ * the job fails at once instead of silently going out from the wrong country.
+ */
+export const directOnly: GeoResolver = {
+  resolve: async (geo) => {
+    const filter = parseGeo(geo)
+    if (filter === null) return { kind: "direct" }
+    throw new JobFailure(
+      "VALIDATION_ERROR",
+      `geo routing is not configured: cannot route through "${filter.raw}" (send geo: null for a direct connection)`,
+      false
+    )
+  }
+}
+
+/**
+ * The geo router service a future plugin provides. Fetching plugins read it with
+ * `Effect.serviceOption(GeoRouter)` in `setup` and fall back to `directOnly`.
+ */
+export class GeoRouter extends Context.Tag("@platform/jobs/GeoRouter")<GeoRouter, GeoResolver>() {}
