@@ -3,9 +3,6 @@
  * below plus those the built-in plugins contribute in `plugins/<name>/commands.ts`.
  */
 import { collectCommands } from "../core/Command.ts"
-import ChipAssemble from "./commands/chip/assemble.ts"
-import ChipFetchNetlist from "./commands/chip/fetch-netlist.ts"
-import ChipRun from "./commands/chip/run.ts"
 import ConfigShow from "./commands/config/show.ts"
 import ConfigValidate from "./commands/config/validate.ts"
 import PluginsList from "./commands/plugins/list.ts"
@@ -19,9 +16,5 @@ export default await collectCommands({
   "config show": ConfigShow,
   "config validate": ConfigValidate,
   "plugins list": PluginsList,
-  "schemas generate": SchemasGenerate,
-  // chip-sim's commands, until chip-sim contributes them from plugins/chip-sim/commands.ts.
-  "chip assemble": ChipAssemble,
-  "chip fetch-netlist": ChipFetchNetlist,
-  "chip run": ChipRun
+  "schemas generate": SchemasGenerate
 })

@@ -8,8 +8,8 @@ import { createHash } from "node:crypto"
 import { gzipSync } from "node:zlib"
 import { assemble, type AssembleResult } from "../assembler/Assembler.ts"
 import { encodeMemory } from "../engine/Memory.ts"
+import { MAX_STEP } from "../Domain.ts"
 import type { FramesRequest, FramesResult, StepResult } from "../engine/Simulator.ts"
-import { MAX_STEP } from "../engine/Simulator.ts"
 import {
   CARTRIDGE_FORMAT,
   CARTRIDGE_VERSION,

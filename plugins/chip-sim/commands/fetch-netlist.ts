@@ -1,7 +1,7 @@
 import { Flags } from "@oclif/core"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { PlatformCommand } from "../../Base.ts"
+import { PlatformCommand } from "../../../core/Command.ts"
 
 /** The visual6502 repository's raw files (CC BY-NC-SA 3.0 / MIT; never committed here). */
 export const NETLIST_SOURCE = "https://raw.githubusercontent.com/trebonian/visual6502/master"

@@ -1,8 +1,8 @@
 import { Args, Flags } from "@oclif/core"
 import * as fs from "node:fs"
-import { AssembleError } from "../../../plugins/chip-sim/assembler/AssembleError.ts"
-import { assemble, toAssembleResponse, type AssembleResponse } from "../../../plugins/chip-sim/assembler/Assembler.ts"
-import { PlatformCommand } from "../../Base.ts"
+import { AssembleError } from "../assembler/AssembleError.ts"
+import { assemble, toAssembleResponse, type AssembleResponse } from "../assembler/Assembler.ts"
+import { PlatformCommand } from "../../../core/Command.ts"
 
 const hex = (n: number, w: number) => n.toString(16).padStart(w, "0")
 

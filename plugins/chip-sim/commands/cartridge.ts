@@ -1,14 +1,12 @@
 import { Args, Flags } from "@oclif/core"
 import * as fs from "node:fs"
-import { AssembleError } from "../../../plugins/chip-sim/assembler/AssembleError.ts"
-import { CartridgeLayoutError, mintCartridge, type CartridgeRequest } from "../../../plugins/chip-sim/console/Cartridge.ts"
-import { EXAMPLES, EXAMPLE_TILES } from "../../../plugins/chip-sim/console/Examples.ts"
-import { renderAnsi, renderPng } from "../../../plugins/chip-sim/console/Render.ts"
-import { parseChr, TileFormatError } from "../../../plugins/chip-sim/console/Tiles.ts"
-import { makeChipSimulator } from "../../../plugins/chip-sim/Simulation.ts"
-import { hasNetlist, netlistCandidates } from "../../../plugins/chip-sim/plugin.ts"
+import { AssembleError } from "../assembler/AssembleError.ts"
+import { CartridgeLayoutError, mintCartridge, type CartridgeRequest } from "../console/Cartridge.ts"
+import { EXAMPLES, EXAMPLE_TILES } from "../console/Examples.ts"
+import { renderAnsi, renderPng } from "../console/Render.ts"
+import { parseChr, TileFormatError } from "../console/Tiles.ts"
 import { ROOT } from "../../../core/Kernel.ts"
-import { PlatformCommand } from "../../Base.ts"
+import { PlatformCommand } from "../../../core/Command.ts"
 
 /**
  * `platform chip cartridge FILE`: mints a cartridge in-process (the same code as POST
@@ -66,6 +64,9 @@ export default class ChipCartridge extends PlatformCommand {
     }
     req = { ...req, ...(flags.frames !== undefined ? { frames: flags.frames } : {}), ...(flags.input !== undefined ? { input: flags.input } : {}) }
     if (!req.frames) req = { ...req, frames: 3 }
+    // the engine (WebAssembly, netlist tables) loads only when a cartridge is minted
+    const { hasNetlist, netlistCandidates } = await import("../plugin.ts")
+    const { makeChipSimulator } = await import("../Simulation.ts")
     const candidates = [...netlistCandidates(process.cwd(), flags.netlist), ...(flags.netlist ? [] : netlistCandidates(ROOT))]
     const dir = candidates.find(hasNetlist)
     if (!dir) this.error(`visual6502 netlist not found in ${[...new Set(candidates)].join(", ")}; run \`platform chip fetch-netlist\``, { exit: 1 })

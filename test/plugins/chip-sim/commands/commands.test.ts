@@ -2,9 +2,9 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
-import { assemble } from "../../plugins/chip-sim/assembler/Assembler.ts"
-import { haveNetlist } from "../plugins/chip-sim/engine/golden.ts"
-import { runCli } from "../support/cli.ts"
+import { assemble } from "../../../../plugins/chip-sim/assembler/Assembler.ts"
+import { haveNetlist } from "../engine/golden.ts"
+import { runCli } from "../../../support/cli.ts"
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "chip-cli-"))
 

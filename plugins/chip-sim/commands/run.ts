@@ -1,15 +1,14 @@
 import { Args, Flags } from "@oclif/core"
 import { SingleBar } from "cli-progress"
 import * as fs from "node:fs"
-import { AssembleError } from "../../../plugins/chip-sim/assembler/AssembleError.ts"
-import { makeChipSimulator, type ChipSimulator } from "../../../plugins/chip-sim/Simulation.ts"
-import { hasNetlist, netlistCandidates } from "../../../plugins/chip-sim/plugin.ts"
-import { encodeMemory } from "../../../plugins/chip-sim/engine/Memory.ts"
-import { MAX_STEP, MAX_TRACED } from "../../../plugins/chip-sim/engine/Simulator.ts"
-import type { Observation } from "../../../plugins/chip-sim/engine/Observe.ts"
-import type { StepResult } from "../../../plugins/chip-sim/engine/Simulator.ts"
+import { AssembleError } from "../assembler/AssembleError.ts"
+import type { ChipSimulator } from "../Simulation.ts"
+import { MAX_STEP, MAX_TRACED } from "../Domain.ts"
+import { encodeMemory } from "../engine/Memory.ts"
+import type { Observation } from "../engine/Observe.ts"
+import type { StepResult } from "../engine/Simulator.ts"
 import { ROOT } from "../../../core/Kernel.ts"
-import { PlatformCommand, table } from "../../Base.ts"
+import { PlatformCommand, table } from "../../../core/Command.ts"
 
 const COLUMNS = ["half_cycle", "clk0", "addr", "data", "rw", "sync", "pc", "a", "x", "y", "s", "p", "flags", "ir", "tstates"] as const
 
@@ -96,6 +95,9 @@ export default class ChipRun extends PlatformCommand {
     if (flags.trace && (flags["half-cycles"] ?? flags["max-half-cycles"]) > MAX_TRACED) {
       usage(`--trace prints at most ${MAX_TRACED} rows: lower --half-cycles / --max-half-cycles`)
     }
+    // the engine (WebAssembly, netlist tables) loads only when a run is asked for
+    const { hasNetlist, netlistCandidates } = await import("../plugin.ts")
+    const { makeChipSimulator } = await import("../Simulation.ts")
     const candidates = [...netlistCandidates(process.cwd(), flags.netlist), ...(flags.netlist ? [] : netlistCandidates(ROOT))]
     const dir = candidates.find(hasNetlist)
     if (!dir) this.error(`visual6502 netlist not found in ${[...new Set(candidates)].join(", ")}; run \`platform chip fetch-netlist\``, { exit: 1 })
