@@ -150,7 +150,10 @@ export const routes = (sim: ChipSimulator, pool: SimulatorPool): ReadonlyArray<R
       responses: {
         200: { description: "the cartridge (application/gzip), or its JSON document with ?format=json", contentType: "application/gzip" },
         400: { description: "unknown watch name", schema: errorBody },
-        422: { description: "assembly failed, a layout the console contract refuses (reason and fix), bad tiles, or the body failed its schema", schema: CartridgeLayoutBody }
+        422: {
+          description: "a layout the console contract refuses ({error, reason, fix}), assembly failed ({error, line}), bad tiles ({error}), or the body failed its schema ({error, detail})",
+          schema: Schema.Union(CartridgeLayoutBody, AssembleErrorBody, Route.ValidationErrorBody, errorBody)
+        }
       },
       handler: ({ body, query }) =>
         engine(() => mintCartridge(body, { boot: (r) => pool.boot(r as never), frames: (r) => pool.frames(r) })).pipe(
