@@ -347,13 +347,8 @@ class SimulatorImpl implements Simulator {
       if (!PIN_ORDER.includes(name as PinName)) throw new StepRequestError(`pins: unknown pin "${name}" (res, irq, nmi, rdy, so)`)
     }
     const watch = resolveWatch(this.netlist, req.watch)
-    if (typeof req.machine !== "object" || req.machine === null) throw new EngineStateError("machine: not an object")
-    const st = decodeState(req.machine.state)
-    const mem = decodeMemory(req.machine.memory)
-    const fill = memoryFill(req.machine.memory)
-
+    const { st, mem, fill } = this.loadMachine(req.machine)
     const c = this.chip
-    c.load(st)
     for (const [node, level] of pinLevels) c.setPin(node, level)
     const run = this.run(c, mem, st.halfCycle, st.lastFetch, {
       count: byCount ? bound : undefined,
@@ -374,6 +369,16 @@ class SimulatorImpl implements Simulator {
     return result
   }
 
+  /** Decodes a Machine and loads its state into the chip. @throws EngineStateError */
+  private loadMachine(machine: MachineJson): { st: ReturnType<typeof decodeState>; mem: Uint8Array; fill: number } {
+    if (typeof machine !== "object" || machine === null) throw new EngineStateError("machine: not an object")
+    const st = decodeState(machine.state)
+    const mem = decodeMemory(machine.memory)
+    const fill = memoryFill(machine.memory)
+    this.chip.load(st)
+    return { st, mem, fill }
+  }
+
   frames(req: FramesRequest): FramesResult {
     if (!isInt(req.frames, 0, 1000)) throw new StepRequestError("frames: expected an integer 0..1000")
     for (const [name, v] of [["tick", req.tick], ["input", req.input], ["screen.addr", req.screen.addr]] as const) {
@@ -384,12 +389,8 @@ class SimulatorImpl implements Simulator {
     if (!isInt(req.screen.length, 0, 0x10000 - req.screen.addr)) throw new StepRequestError("screen: the region runs past $FFFF")
     for (const a of req.read ?? []) if (!isInt(a, 0, 0xffff)) throw new StepRequestError("read: expected addresses 0..65535")
     const watch = resolveWatch(this.netlist, req.watch)
-    if (typeof req.machine !== "object" || req.machine === null) throw new EngineStateError("machine: not an object")
-    const st = decodeState(req.machine.state)
-    const mem = decodeMemory(req.machine.memory)
-    const fill = memoryFill(req.machine.memory)
+    const { st, mem, fill } = this.loadMachine(req.machine)
     const c = this.chip
-    c.load(st)
     const screen = () => Buffer.from(mem.subarray(req.screen.addr, req.screen.addr + req.screen.length)).toString("hex")
     const pins = this.tables.pins
     let halfCycle = st.halfCycle
