@@ -162,8 +162,6 @@ export class Chip {
   private readonly levels: Uint32Array
   /** Zobrist fingerprint of the state (ChipTables.zValue), kept while the memo is on. */
   private h1 = 0
-  private h2 = 0
-  private h3 = 0
   /** Recorded settles (see halfStep) and spans (see runHalfCycles); see Memo.ts. */
   private readonly settles = new MemoTable<SettleRecord>(MEMO_ENTRIES_MAX)
   private readonly spans = new MemoTable<SpanRecord>(MACRO_ENTRIES_MAX)
@@ -302,14 +300,10 @@ export class Chip {
   private fingerprint(): void {
     const t = this.tables
     let h1 = 0
-    let h2 = 0
-    let h3 = 0
     const fold = (z: Int32Array, bits: Uint8Array) => {
       for (let i = 0; i < bits.length; i++) {
         if (!bits[i]) continue
-        h1 ^= z[i * 3]!
-        h2 ^= z[i * 3 + 1]!
-        h3 ^= z[i * 3 + 2]!
+        h1 ^= z[i]!
       }
     }
     fold(t.zValue, this.value)
@@ -317,8 +311,6 @@ export class Chip {
     fold(t.zPulldown, this.pulldown)
     fold(t.zTrans, this.transOn)
     this.h1 = h1
-    this.h2 = h2
-    this.h3 = h3
     const levels = this.levels
     levels.fill(0)
     for (let n = 0; n < t.nodeCount; n++) if (this.value[n]) levels[n >> 5]! |= 1 << (n & 31)
@@ -397,7 +389,6 @@ export class Chip {
     const t = this.tables
     const up = level ? 1 : 0
     const down = up ^ 1
-    const k = node * 3
     const slot = t.drivenSlot[node]!
     if (slot < 0 && (this.pullup[node] !== up || this.pulldown[node] !== down)) {
       // a node outside the driven pins: the memo's key would no longer be the whole state
@@ -410,9 +401,7 @@ export class Chip {
       this.ns[2 * node + 1]! ^= DRV_PULLUP
       if (slot >= 0) this.pinPulls ^= 1 << (2 * slot)
       if (this.memoActive) {
-        this.h1 ^= t.zPullup[k]!
-        this.h2 ^= t.zPullup[k + 1]!
-        this.h3 ^= t.zPullup[k + 2]!
+        this.h1 ^= t.zPullup[node]!
       }
     }
     if (this.pulldown[node] !== down) {
@@ -420,9 +409,7 @@ export class Chip {
       this.ns[2 * node + 1]! ^= DRV_PULLDOWN
       if (slot >= 0) this.pinPulls ^= 1 << (2 * slot + 1)
       if (this.memoActive) {
-        this.h1 ^= t.zPulldown[k]!
-        this.h2 ^= t.zPulldown[k + 1]!
-        this.h3 ^= t.zPulldown[k + 2]!
+        this.h1 ^= t.zPulldown[node]!
       }
     }
   }
@@ -551,9 +538,7 @@ export class Chip {
       events: this.macroEvents.slice(0, this.macroEventCount),
       nodes: this.netFlips(this.macroNodes, this.macroNodeCount, this.macroOrig, false),
       pulls: this.pinPulls,
-      h1: this.h1,
-      h2: this.h2,
-      h3: this.h3
+      h1: this.h1
     })
   }
 
@@ -627,8 +612,6 @@ export class Chip {
     this.toggleAll(m.nodes)
     this.setPinPulls(m.pulls)
     this.h1 = m.h1
-    this.h2 = m.h2
-    this.h3 = m.h3
     this.macroHalfCycles += MACRO_HALF_CYCLES
     return last
   }
@@ -694,8 +677,6 @@ export class Chip {
       this.memoWindowHits++
       this.toggleAll(hit.nodes)
       this.h1 = hit.h1
-      this.h2 = hit.h2
-      this.h3 = hit.h3
       return
     }
     this.memoMisses++
@@ -711,7 +692,7 @@ export class Chip {
     this.settleFrom(pin)
     this.recording = false
     const nodes = this.netFlips(this.recNodes, this.recCount, this.recNodeWas, true)
-    this.settles.set(hash, { key, nodes, h1: this.h1, h2: this.h2, h3: this.h3 })
+    this.settles.set(hash, { key, nodes, h1: this.h1 })
   }
 
   /** Settles from `pin` (>= 0) or from the data bus (already driven). */
@@ -755,8 +736,6 @@ export class Chip {
     const regs = this.regs
     if (flags !== 0) {
       regs[REG_H] = this.h1
-      regs[REG_H + 1] = this.h2
-      regs[REG_H + 2] = this.h3
       regs[REG_REC_GEN] = this.recGen
       regs[REG_REC_COUNT] = this.recCount
       regs[REG_MACRO_GEN] = this.macroGen
@@ -771,8 +750,6 @@ export class Chip {
     this.groupGen = regs[REG_GGEN]!
     if (flags !== 0) {
       this.h1 = regs[REG_H]!
-      this.h2 = regs[REG_H + 1]!
-      this.h3 = regs[REG_H + 2]!
       this.recCount = regs[REG_REC_COUNT]!
       this.macroNodeCount = regs[REG_MACRO_COUNT]!
     }

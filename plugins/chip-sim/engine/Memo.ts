@@ -29,8 +29,6 @@ export interface SettleRecord {
   readonly key: Uint32Array
   readonly nodes: Uint16Array
   readonly h1: number
-  readonly h2: number
-  readonly h3: number
 }
 
 /**
@@ -44,8 +42,6 @@ export interface SpanRecord {
   readonly nodes: Uint16Array
   readonly pulls: number
   readonly h1: number
-  readonly h2: number
-  readonly h3: number
 }
 
 /** A copy of the current key: `levels` (packed, one bit per node), `pulls`, `event`. */

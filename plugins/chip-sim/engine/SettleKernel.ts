@@ -62,7 +62,7 @@ export interface KernelTables {
   readonly effAmt: Int32Array
   readonly depStart: Int32Array
   readonly dep: Int32Array
-  /** Zobrist keys of node levels and the XOR of those of each node's gated transistors. */
+  /** Zobrist keys (one word per node) of node levels, and the XOR of those of each node's gated transistors. */
   readonly zValue: Int32Array
   readonly zGate: Int32Array
 }
@@ -82,7 +82,7 @@ export interface KernelLayout {
   readonly scratch: number
   /** Words the kernel reads and leaves behind: see the REG_ indices. */
   readonly regs: number
-  /** Per node, three words: its level's Zobrist keys XOR its gated transistors' (fingerprinting). */
+  /** Per node, one word: its level's Zobrist key XOR its gated transistors' (fingerprinting). */
   readonly zv: number
   /**
    * Node levels packed 32 to a word (bit n & 31 of word n >> 5): the memo's exact key. Kept by
@@ -114,7 +114,7 @@ export interface KernelLayout {
 
 /**
  * Indices of the words at KernelLayout.regs: the list and group stamps a settle reached, the
- * fingerprint (three words), the recorder's stamp and count, the span recorder's stamp and count.
+ * fingerprint (one word, then two unused), the recorder's stamp and count, the span recorder's stamp and count.
  * The kernel reads the last seven before a settle and writes them back after.
  */
 export const REG_GEN = 0
@@ -159,7 +159,7 @@ const layoutOf = (t: KernelTables): KernelLayout => {
   const stackMask = take(4 * (nn + 1))
   const scratch = take(4 * nn)
   const regs = take(64)
-  const zv = take(12 * nn)
+  const zv = take(4 * nn)
   const vbits = take(4 * ((nn + 31) >> 5))
   const recStamp = take(4 * nn)
   const recNodes = take(4 * nn)
@@ -224,8 +224,6 @@ const source = (t: KernelTables, L: KernelLayout, maxPasses: number): string => 
   // settle (plain) and settleNoted (each change also noted for the memo, as `flags` asks)
   const notingLoads = `
     (local.set $h1 (i32.load offset=${reg(REG_H)} (i32.const 0)))
-    (local.set $h2 (i32.load offset=${reg(REG_H + 1)} (i32.const 0)))
-    (local.set $h3 (i32.load offset=${reg(REG_H + 2)} (i32.const 0)))
     (local.set $recGen (i32.load offset=${reg(REG_REC_GEN)} (i32.const 0)))
     (local.set $recCount (i32.load offset=${reg(REG_REC_COUNT)} (i32.const 0)))
     (local.set $macroGen (i32.load offset=${reg(REG_MACRO_GEN)} (i32.const 0)))
@@ -240,10 +238,8 @@ const source = (t: KernelTables, L: KernelLayout, maxPasses: number): string => 
                   (then
                     (if (i32.and (local.get $flags) (i32.const ${NOTE_HASH}))
                       (then
-                        (local.set $x (i32.mul (local.get $n) (i32.const 12)))
-                        (local.set $h1 (i32.xor (local.get $h1) (i32.load offset=${L.zv} (local.get $x))))
-                        (local.set $h2 (i32.xor (local.get $h2) (i32.load offset=${L.zv + 4} (local.get $x))))
-                        (local.set $h3 (i32.xor (local.get $h3) (i32.load offset=${L.zv + 8} (local.get $x))))
+                        (local.set $h1 (i32.xor (local.get $h1)
+                          (i32.load offset=${L.zv} (i32.shl (local.get $n) (i32.const 2)))))
                         ${flipBit}))
                     (if (i32.and (local.get $flags) (i32.const ${NOTE_RECORD}))
                       (then
@@ -263,8 +259,6 @@ const source = (t: KernelTables, L: KernelLayout, maxPasses: number): string => 
                             (local.set $macroCount (i32.add (local.get $macroCount) (i32.const 1)))))))))`
   const notingStores = `
     (i32.store offset=${reg(REG_H)} (i32.const 0) (local.get $h1))
-    (i32.store offset=${reg(REG_H + 1)} (i32.const 0) (local.get $h2))
-    (i32.store offset=${reg(REG_H + 2)} (i32.const 0) (local.get $h3))
     (i32.store offset=${reg(REG_REC_COUNT)} (i32.const 0) (local.get $recCount))
     (i32.store offset=${reg(REG_MACRO_COUNT)} (i32.const 0) (local.get $macroCount))`
   const settle = (name: string, noting: boolean) => `
@@ -274,7 +268,7 @@ const source = (t: KernelTables, L: KernelLayout, maxPasses: number): string => 
     (local $d i32) (local $nv i32) (local $gcount i32) (local $o i32) (local $x i32) (local $r i32)
     (local $rank i32) (local $sp i32) (local $m i32) (local $mk i32) (local $low i32) (local $found i32)
     (local $k i32) (local $n i32) (local $e i32) (local $end i32) (local $tmp i32)
-    (local $h1 i32) (local $h2 i32) (local $h3 i32) (local $recGen i32) (local $recCount i32)
+    (local $h1 i32) (local $recGen i32) (local $recCount i32)
     (local $macroGen i32) (local $macroCount i32)
     (local $vsum i32) (local $v i32)
 ${noting ? notingLoads : ""}
@@ -495,7 +489,7 @@ export const makeKernel = (t: KernelTables, maxPasses: number): Kernel => {
   new Int32Array(buf, L.depStart, t.depStart.length).set(t.depStart.map((k) => L.dep + 4 * k))
   new Int32Array(buf, L.dep, t.dep.length).set(t.dep)
   const instance = new wasm.Instance(compiled.module, { env: { memory } })
-  const zv = new Int32Array(buf, L.zv, 3 * t.nodeCount)
+  const zv = new Int32Array(buf, L.zv, t.nodeCount)
   for (let k = 0; k < zv.length; k++) zv[k] = t.zValue[k]! ^ t.zGate[k]!
   return {
     layout: L,

@@ -59,15 +59,15 @@ export interface ChipTables {
   readonly drivenNodes: Int32Array
   readonly drivenSlot: Int8Array
   /**
-   * Zobrist keys, three 32-bit words per state bit (node level, pull-up, pull-down, transistor
-   * conduction) and per data-bus byte: the XOR of the keys of the set bits fingerprints a whole
-   * machine state in 96 bits, kept up to date bit flip by bit flip.
+   * Zobrist keys, one 32-bit word per state bit (node level, pull-up, pull-down, transistor
+   * conduction): the XOR of the keys of the set bits is a 32-bit fingerprint of the whole
+   * machine state, kept up to date bit flip by bit flip. It only selects memo candidates; a
+   * replay is decided by comparing the full state (Memo.ts), so more words would buy nothing.
    */
   readonly zValue: Int32Array
   readonly zPullup: Int32Array
   readonly zPulldown: Int32Array
   readonly zTrans: Int32Array
-  readonly zData: Int32Array
   /**
    * What a level change of node n does to the per-node words of Chip.ns when every transistor it
    * gates switches with it (the usual case, see Chip.consistent): entries effStart[n] ..
@@ -200,10 +200,9 @@ export const makeTables = (netlist: Netlist): ChipTables => {
   const [chanStart, chanTf] = csr(nn, chanT)
   const [, chanOf] = csr(nn, chanO)
   const [gateStart, gateT] = csr(nn, gates)
-  // Fixed seed: fingerprints do not depend on the process. SplitMix32-style output mixing, so
-  // that the three words of a key are not linear functions of each other (three words from one
-  // xorshift stream were: the "96-bit" fingerprint was a 32-bit one). Fingerprints only select
-  // memo candidates; a hit is decided by comparing the full state (Memo.ts).
+  // Fixed seed: fingerprints do not depend on the process. SplitMix32-style output mixing for
+  // well-spread keys. Fingerprints only select memo candidates; a hit is decided by comparing the
+  // full state (Memo.ts).
   let seed = 0x2545f491
   const rnd = () => {
     seed = (seed + 0x9e3779b9) | 0
@@ -212,18 +211,16 @@ export const makeTables = (netlist: Netlist): ChipTables => {
     z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35)
     return (z ^ (z >>> 16)) | 0
   }
-  const keys = (n: number) => Int32Array.from({ length: n * 3 }, rnd)
+  const keys = (n: number) => Int32Array.from({ length: n }, rnd)
   const zTrans = keys(nt)
   const effIdx: Array<Array<number>> = Array.from({ length: nn }, () => [])
   const effAmt: Array<Array<number>> = Array.from({ length: nn }, () => [])
   const gndCount = new Int32Array(nn)
   const vccCount = new Int32Array(nn)
-  const zGate = new Int32Array(nn * 3)
+  const zGate = new Int32Array(nn)
   for (let n = 0; n < nn; n++) {
     for (const t of gates[n]!) {
-      zGate[n * 3] ^= zTrans[t * 3]!
-      zGate[n * 3 + 1] ^= zTrans[t * 3 + 1]!
-      zGate[n * 3 + 2] ^= zTrans[t * 3 + 2]!
+      zGate[n] ^= zTrans[t]!
       if (tKind[t] === 1) {
         effIdx[n]!.push(2 * tNode1[t]! + 1)
         effAmt[n]!.push(DRV_GND)
@@ -272,7 +269,6 @@ export const makeTables = (netlist: Netlist): ChipTables => {
     zPullup: keys(nn),
     zPulldown: keys(nn),
     zTrans,
-    zData: keys(256),
     effStart,
     effIdx: effIdxF,
     effAmt: effAmtF,
