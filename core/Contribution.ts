@@ -5,6 +5,7 @@
  * types) are extension points (`ExtensionPoint.ts`).
  */
 import type { Effect, Schema } from "effect"
+import type { GraphType } from "./GraphTypes.ts"
 
 /**
  * Where an operation stores output files (the `jobs` plugin's file store gives one). `put`
@@ -15,18 +16,51 @@ export interface OutputFiles {
   readonly put: (name: string, data: Uint8Array | string, contentType?: string) => Promise<{ id: string; url: string }>
 }
 
-/** Context a graph operation runs with. */
-export interface GraphOpContext {
-  readonly signal: AbortSignal
-  readonly files: OutputFiles
-  readonly progress: (percent: number, message?: string) => Promise<void>
+/** Graph limits an operation honours (research-jobs spec, "Limits"). */
+export interface GraphLimits {
+  /** FETCH_TIMEOUT in milliseconds: the deadline of one HTTP fetch. */
+  readonly fetchTimeoutMs: number
+  /** EMBED_BATCH_SIZE: texts per embedding call. */
+  readonly embedBatchSize: number
+  /** GRAPH_MAX_PARALLEL: the most requests an operation keeps in flight at once. */
+  readonly maxParallel: number
 }
 
-/** A graph operation contribution (`fetch_archive`, `screenshot`), schema-declared. */
+/** Context a graph operation runs with. */
+export interface GraphOpContext {
+  /** Aborted when the graph job is cancelled or times out; pass it to every fetch. */
+  readonly signal: AbortSignal
+  readonly files: OutputFiles
+  /** Progress of this operation (0..100) and a message; the engine folds it into the job's. */
+  readonly progress: (percent: number, message?: string) => Promise<void>
+  readonly limits: GraphLimits
+}
+
+/** The categories of the research-jobs spec's operation list. */
+export type GraphOpCategory = "discover" | "acquire" | "transform" | "process" | "filter" | "extract" | "store" | "synthesize"
+
+/**
+ * A graph operation contribution (`fetch_archive`, `screenshot`), schema-declared.
+ *
+ * `inputTypes` lists the graph types (`GraphTypes.ts`) the op accepts as its input state, e.g.
+ * `["url", "url[]"]`; `[]` means it takes no input (everything comes from `params`), and a
+ * graph giving it one is a validation error. When a graph names several input states the op
+ * receives them as one list in the order named, and each must fit an accepted type (an op that
+ * takes several lists, `merge`, accepts `any[]`). `outputType` is the type its output state
+ * holds. `input` and `output` are the runtime Schemas of those values; the engine decodes
+ * `params` with `params` (after `{{ }}` expressions are filled in) and the input with `input`,
+ * and checks the handler's value with `output`.
+ *
+ * Handlers reject with `JobFailure` (jobs contract) for expected failures; the message names
+ * the cause (`fetch: https://x/ answered 404`). They must honour `ctx.signal`.
+ */
 export interface GraphOperation<Pa = any, I = any, O = any> {
   readonly name: string
   readonly description: string
+  readonly category: GraphOpCategory
   readonly params: Schema.Schema<Pa, any>
+  readonly inputTypes: ReadonlyArray<GraphType>
+  readonly outputType: GraphType
   readonly input: Schema.Schema<I, any>
   readonly output: Schema.Schema<O, any>
   readonly handler: (params: Pa, input: I, ctx: GraphOpContext) => Promise<O>

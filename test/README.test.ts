@@ -42,7 +42,7 @@ it("the README's plugin walk-through boots and serves as written: route, job typ
     // 3. The graph operation, from the kernel's registry.
     const op = p.kernel.graphOps.entry("greet")!
     expect(op.plugin).toBe("greeter")
-    expect(await op.value.handler({}, ["cy", "di"], { signal: new AbortController().signal, files: { put: async () => ({ id: "", url: "" }) }, progress: async () => {} }))
+    expect(await op.value.handler({}, ["cy", "di"], { signal: new AbortController().signal, files: { put: async () => ({ id: "", url: "" }) }, progress: async () => {}, limits: { fetchTimeoutMs: 30_000, embedBatchSize: 32, maxParallel: 10 } }))
       .toEqual([{ text: "bonjour cy" }, { text: "bonjour di" }])
     // 4. The MCP tool.
     const call = await fetch(`${base}/api/mcp`, {

@@ -54,6 +54,9 @@ const list = (i: string | ReadonlyArray<string>): ReadonlyArray<string> => (type
 export const archiveDiscoverOp = (client: ArchiveClient): GraphOperation<typeof DiscoverParams.Type, string | ReadonlyArray<string>, ReadonlyArray<string>> => ({
   name: "archive_discover",
   description: "Lists the distinct URLs a historical archive (Wayback Machine or Common Crawl) captured for domains or URL prefixes.",
+  category: "discover",
+  inputTypes: ["string", "string[]"],
+  outputType: "url[]",
   params: DiscoverParams,
   input: Targets,
   output: Schema.Array(Schema.String),
@@ -78,6 +81,9 @@ export const archiveDiscoverOp = (client: ArchiveClient): GraphOperation<typeof 
 export const fetchArchiveOp = (client: ArchiveClient): GraphOperation<typeof FetchParams.Type, string | ReadonlyArray<string>, ReadonlyArray<typeof ArchivedPage.Type>> => ({
   name: "fetch_archive",
   description: "Fetches archived snapshots (raw, as captured) of URLs from the Wayback Machine or Common Crawl.",
+  category: "acquire",
+  inputTypes: ["string", "string[]"],
+  outputType: "snapshot[]",
   params: FetchParams,
   input: Targets,
   output: Schema.Array(ArchivedPage),

@@ -126,6 +126,9 @@ export const ScreenshotParams = Schema.Struct(Options)
 export const screenshotOp = (pool: BrowserPool, geo: GeoResolver, s: BrowserJobSettings): GraphOperation<typeof ScreenshotParams.Type, string | ReadonlyArray<string>, ReadonlyArray<ScreenshotItem>> => ({
   name: "screenshot",
   description: "Captures pages (url or url[]) in headless Chromium; outputs file URLs and pixel sizes.",
+  category: "acquire",
+  inputTypes: ["url", "url[]"],
+  outputType: "screenshot[]",
   params: ScreenshotParams,
   input: Schema.Union(HttpUrl, Schema.Array(HttpUrl)),
   output: Schema.Array(ScreenshotItem),

@@ -28,6 +28,9 @@ export const Video = Schema.Struct({
  */
 export const youtubeSearchOp = (client: YouTubeClient): GraphOperation<typeof SearchParams.Type, string | null, ReadonlyArray<VideoHit>> => ({
   name: "youtube_search",
+  category: "discover",
+  inputTypes: ["string"],
+  outputType: "video[]",
   description: "Searches YouTube videos (InnerTube search API) and returns ids, watch URLs, titles, channels and durations.",
   params: SearchParams,
   input: Schema.NullOr(Schema.String),

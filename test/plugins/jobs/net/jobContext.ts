@@ -7,9 +7,15 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { expect } from "vitest"
+import type { GraphLimits } from "../../../../core/Contribution.ts"
 import { type JobContext, JobFailure } from "../../../../plugins/jobs/Contract.ts"
 
+/** The spec's default graph limits (FETCH_TIMEOUT 30 s, EMBED_BATCH_SIZE 32, GRAPH_MAX_PARALLEL 10). */
+export const DEFAULT_GRAPH_LIMITS: GraphLimits = { fetchTimeoutMs: 30_000, embedBatchSize: 32, maxParallel: 10 }
+
+/** A job context that is also a graph operation context (`limits`: the spec's defaults). */
 export interface TestJobContext extends JobContext {
+  readonly limits: GraphLimits
   readonly controller: AbortController
   readonly progressLog: Array<{ percent: number; message?: string }>
   readonly stored: Array<{ name: string; contentType?: string; url: string; size: number }>
@@ -34,6 +40,7 @@ export const makeJobContext = (jobId = `job_test${++seq}`): TestJobContext => {
   return {
     jobId,
     attempt: 1,
+    limits: DEFAULT_GRAPH_LIMITS,
     signal: controller.signal,
     controller,
     workDir,
