@@ -10,7 +10,8 @@
  *   output: <state>, collect: <per-element state, default the last operation's output>,
  *   concurrency}`;
  * - `conditional`: `{if: <expression>, operations, else: [op...]}`;
- * - `loop`: `{until: <expression>, max_iterations: <1..100, default 5>, operations}`.
+ * - `loop`: `{until: <expression>, max_iterations: <1..100, default 5>, operations}`; a state the
+ *   body writes may be read anywhere in the body (null before its first write).
  * An operation is `{op, input: <state or list of states>, params: {...}, output: <state>}`.
  *
  * `validate` reports every problem at once, each with the 1-based line and column of the YAML
@@ -537,6 +538,14 @@ export const validateValue = (src: Source, o: ValidateOptions): { graph?: Graph;
       if (typeof max !== "number" || !Number.isInteger(max) || max < 1 || max > LOOP_CAP) report([...mpath, "max_iterations"], `max_iterations must be an integer from 1 to ${LOOP_CAP}`)
       const scope = new Set(written)
       scope.add("iteration")
+      // A state the body writes may be read anywhere in the body (accumulating across
+      // iterations); before its first write it reads as null, which a list input skips.
+      if (Array.isArray(b.operations)) {
+        for (const x of b.operations) {
+          const out = (x as { output?: unknown } | null)?.output
+          if (typeof out === "string" && NAME.test(out) && !inputNames.has(out)) scope.add(out)
+        }
+      }
       const ops = checkOps(b.operations, [...mpath, "operations"], scope, true)
       scope.delete("iteration")
       for (const x of scope) written.add(x)
