@@ -18,7 +18,7 @@ import { GraphResult, run } from "./Engine.ts"
 import { formatProblem } from "./Graph.ts"
 import { Graphs } from "./Graphs.ts"
 import { routes } from "./Http.ts"
-import { mergeOp } from "./Ops.ts"
+import { keywordAlertsOp, mergeOp, setOp } from "./Ops.ts"
 import { TemplateStore } from "./Templates.ts"
 
 const opt = configOption
@@ -84,7 +84,7 @@ export default definePlugin({
       const graphs = new Graphs(ops, templates)
       return {
         extensions: jobTypes(graphJob(graphs, ctx.config)),
-        graphOps: [mergeOp],
+        graphOps: [mergeOp, setOp, keywordAlertsOp],
         routes: routes(graphs),
         status: () => ({ operations: ops.ids().length, templates: templates.list().length })
       }
