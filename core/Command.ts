@@ -30,6 +30,15 @@ export abstract class PlatformCommand extends Command {
     return { error: { message: e.message, exit: e.oclif?.exit ?? 1 } }
   }
 
+  /** A deliberate `this.exit(n)` has printed what it meant to (its `--json` document too): no error document follows. */
+  async catch(err: Error & { code?: string; exitCode?: number }): Promise<any> {
+    if (err?.code === "EEXIT") {
+      process.exitCode = err.exitCode ?? (err as { oclif?: { exit?: number } }).oclif?.exit ?? 1
+      throw err
+    }
+    return super.catch(err)
+  }
+
   protected fail(error: unknown): never {
     if (error instanceof ConfigErrors || error instanceof ConfigError || error instanceof BootError || error instanceof DuplicateContribution) {
       this.error(error.message, { exit: 1 })

@@ -43,7 +43,7 @@ export class Graphs {
       yaml = t.yaml
       field = "template"
     } else yaml = p.graph!
-    const r = this.check(yaml, p.params ?? {})
+    const r = this.check(yaml, p.params)
     if (r.graph !== undefined) return Either.right(r.graph)
     const onlyParams = r.problems.every((x) => x.path.startsWith("params."))
     return Either.left({ field: onlyParams ? "params" : field, problems: r.problems })

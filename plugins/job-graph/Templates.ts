@@ -58,7 +58,6 @@ export class TemplateStore {
       if (f.endsWith(".yaml")) m.set(f.slice(0, -5), fs.readFileSync(path.join(builtinDir, f), "utf8"))
     }
     this.builtins = m
-    fs.mkdirSync(customDir, { recursive: true })
   }
 
   isBuiltin(name: string): boolean {
@@ -79,7 +78,7 @@ export class TemplateStore {
 
   /** Every template, built-ins first, each group by name. */
   list(): Array<TemplateEntry> {
-    const custom = fs.readdirSync(this.customDir).filter((f) => f.endsWith(".yaml")).map((f) => f.slice(0, -5)).sort()
+    const custom = (fs.existsSync(this.customDir) ? fs.readdirSync(this.customDir) : []).filter((f) => f.endsWith(".yaml")).map((f) => f.slice(0, -5)).sort()
     return [
       ...[...this.builtins].map(([name, yaml]) => ({ name, builtin: true, yaml })),
       ...custom.flatMap((n) => (this.builtins.has(n) ? [] : [this.get(n)].filter((e): e is TemplateEntry => e !== undefined)))
@@ -88,6 +87,7 @@ export class TemplateStore {
 
   /** Stores custom template `name` (the caller validated it). Returns whether it replaced one. */
   put(name: string, yaml: string): boolean {
+    fs.mkdirSync(this.customDir, { recursive: true })
     const file = path.join(this.customDir, `${name}.yaml`)
     const existed = fs.existsSync(file)
     const tmp = `${file}.${process.pid}.${Date.now()}.tmp`
