@@ -27,29 +27,33 @@ const BOILERPLATE = new RegExp(
   "i"
 )
 
-/** Markdown links `[text](url)` and bare URLs: text that only points elsewhere. */
-const LINKS = /\[([^\]]*)\]\([^)]*\)|\bhttps?:\/\/\S+/g
+const MD_LINK = /\[([^\]]*)\]\([^)]*\)/g
+const BARE_URL = /\bhttps?:\/\/\S+/g
 
 /**
- * The share (0..1) of a text's words that are boilerplate or link text. A line counts as
- * boilerplate when it matches a furniture phrase (cookie notices, copyright, sign-in, legal
- * links) or is a short fragment (at most 3 words) without sentence punctuation and with
- * separators such as `|`, `·` or `»` (menus, breadcrumbs); in other lines, the words of
- * Markdown links and bare URLs count as link text. 0 for a text without words.
+ * The share (0..1) of a text's words that are boilerplate or link text. Words are counted as a
+ * reader sees them: a Markdown link `[text](url)` is its text, a bare URL one word. A line counts
+ * as boilerplate when it matches a furniture phrase (cookie notices, copyright, sign-in, legal
+ * links), is a menu or breadcrumb (separators such as `|`, `·`, `»` and no closing sentence
+ * punctuation), or is nothing but a link; in other lines, the words of link texts and bare URLs
+ * count as link text. 0 for a text without words.
  */
 export const boilerplateRatio = (text: string): number => {
   let total = 0
   let junk = 0
   for (const line of text.split(/\n/)) {
-    const n = words(line).length
+    const visible = line.replace(MD_LINK, "$1").replace(BARE_URL, " url ")
+    const n = words(visible).length
     if (n === 0) continue
     total += n
-    const menu = /[|·•»›]/.test(line) && !/[.!?]["”’)]?\s*$/.test(line)
-    if (BOILERPLATE.test(line) || menu || (n <= 3 && /^\s*[-*]?\s*\[[^\]]*\]\([^)]*\)\s*$/.test(line))) {
+    const menu = /[|·•»›]/.test(visible) && !/[.!?]["”’)]?\s*$/.test(visible)
+    const linkOnly = /^\s*(?:[-*+]|\d+\.)?\s*(?:\[[^\]]*\]\([^)]*\)|https?:\/\/\S+)\s*$/.test(line)
+    if (BOILERPLATE.test(visible) || menu || linkOnly) {
       junk += n
       continue
     }
-    for (const m of line.matchAll(LINKS)) junk += m[1] !== undefined ? words(m[1]).length : 1
+    for (const m of line.matchAll(MD_LINK)) junk += words(m[1]!).length
+    junk += (line.replace(MD_LINK, "").match(BARE_URL) ?? []).length
   }
   return total === 0 ? 0 : Math.min(1, junk / total)
 }
