@@ -152,7 +152,7 @@ describe("store_vector", () => {
     expect(await run(storeVectorOp(opts), { store: "harbour" }, vectors)).toEqual({ store: "harbour", model: "hashing-768", stored: 0, total: 4 })
     const job = vectlJob({ ...opts, batchSize: 32 })
     const search = contexts.make()
-    const r = await job.handler(Schema.decodeUnknownSync(job.payload)({ operation: "search", query: "how many storms did the lighthouse keeper log", store: "harbour", top_k: 2 }), search) as { model: string; matches: Array<{ id: string; score: number; text: string }> }
+    const r = await job.handler(Schema.decodeUnknownSync(job.payload)({ operation: "search", query: "how many storms did the lighthouse keeper log", store: "harbour", top_k: 2 }), search) as { model: string; matches: ReadonlyArray<{ id: string; score: number; text: string }> }
     expect(r.model).toBe("hashing-768")
     expect(r.matches[0]).toMatchObject({ id: vectors[0]!.id, text: corpus[0]!.text })
     expect(r.matches[0]!.score).toBeGreaterThan(r.matches[1]!.score)
