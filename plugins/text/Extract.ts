@@ -62,17 +62,23 @@ export interface MainContent {
 const ALWAYS_DROPPED = "script, style, noscript, template, iframe, object, embed, svg, canvas, link, meta"
 
 /**
- * Page furniture: navigation, site headers and footers, sidebars, forms, cookie and consent
- * banners, hidden elements. Readability drops most of these by its own class-name heuristics;
- * removing them first also covers the `<body>` fallback and banners whose class names it misses.
+ * Page furniture: navigation, footers, sidebars, forms, dialogs, hidden elements. Readability
+ * drops most of these by its own class-name heuristics; removing them first also covers the
+ * `<body>` fallback.
  */
 const FURNITURE = [
   "nav", "footer", "aside", "form", "dialog", "button",
   "[role=navigation]", "[role=banner]", "[role=contentinfo]", "[role=complementary]", "[role=dialog]", "[role=alertdialog]",
-  "[aria-hidden=true]", "[hidden]",
-  "[id*=cookie]", "[class*=cookie]", "[id*=consent]", "[class*=consent]", "[class*=gdpr]",
-  "body > header", "[class~=site-header]", "[class~=skip-link]"
+  "[aria-hidden=true]", "[hidden]"
 ].join(", ")
+
+/**
+ * Likely furniture, matched by name: cookie/consent/GDPR banners and site headers. Sites also put
+ * such names on wrappers (`<body class="cookie-banner-shown">`), so a match is removed only when
+ * it is not the page itself or its main content and holds no article, main or headline.
+ */
+const LIKELY_FURNITURE = "[id*=cookie], [class*=cookie], [id*=consent], [class*=consent], [id*=gdpr], [class*=gdpr], body > header, [class~=site-header]"
+const CONTENT_TAGS = new Set(["HTML", "BODY", "MAIN", "ARTICLE"])
 
 const collapse = (s: string): string => s.replace(/\s+/g, " ").trim()
 
@@ -105,6 +111,13 @@ const removeAll = (root: DomDocument | DomElement, selector: string): void => {
   for (const el of Array.from(root.querySelectorAll(selector))) el.remove()
 }
 
+const removeFurniture = (doc: DomDocument): void => {
+  removeAll(doc, FURNITURE)
+  for (const el of Array.from(doc.querySelectorAll(LIKELY_FURNITURE))) {
+    if (!CONTENT_TAGS.has(el.tagName.toUpperCase()) && !el.querySelector("main, article, h1")) el.remove()
+  }
+}
+
 /**
  * The main content of an HTML document. `pageUrl` resolves relative links (pass "" when there is
  * none). `mainContent: false` skips Readability and reads the cleaned `<body>` whole. The title is
@@ -121,7 +134,7 @@ export const mainContent = (html: string, pageUrl: string, mainContent = true): 
   let document = parse()
   const docTitle = collapse(document.querySelector("title")?.textContent ?? "") || null
   const h1 = collapse(document.querySelector("h1")?.textContent ?? "") || null
-  removeAll(document, FURNITURE)
+  removeFurniture(document)
   const article = mainContent && document.body
     ? new Readability<DomElement>(document as never, { serializer: (n) => n as unknown as DomElement }).parse()
     : null
@@ -129,7 +142,7 @@ export const mainContent = (html: string, pageUrl: string, mainContent = true): 
   if (article && !found) {
     // Readability took the document apart while looking: read the body of a fresh parse.
     document = parse()
-    removeAll(document, FURNITURE)
+    removeFurniture(document)
   }
   const element = found ? article!.content! : (document.body ?? document.documentElement)!
   const readabilityTitle = article?.title ? collapse(article.title) : null

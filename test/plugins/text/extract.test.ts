@@ -78,6 +78,23 @@ describe("to_text", () => {
     for (const junk of ["cookies", "Cookie settings", "Home", "»", "registered in England", "ItemList"]) expect(d.text).not.toContain(junk)
   })
 
+  it("removes a cookie notice by name but not a <body> or headline header that carries such names", async () => {
+    const html = `<html><body class="cookie-consent-pending has-gdpr-banner">
+      <header><h1>Tide tables for May</h1><p>High and low water at Port Ellen, corrected for summer time.</p></header>
+      <div id="cookie-notice">We use cookies. Accept or reject optional cookies.</div>
+      <p>High water on the first of May is at 06:12 and 18:40; the range is largest around the new moon on the eighth.</p>
+    </body></html>`
+    for (const main_content of [true, false]) {
+      const d = await run(toTextOp, { main_content }, page(html))
+      expect(d.title).toBe("Tide tables for May")
+      expect(d.text).toContain("High water on the first of May is at 06:12 and 18:40")
+      expect(d.text).not.toContain("cookies")
+    }
+    expect((await run(toTextOp, { main_content: false }, page(html))).text.split("\n\n").slice(0, 2)).toEqual([
+      "Tide tables for May", "High and low water at Port Ellen, corrected for summer time."
+    ])
+  })
+
   it("passes text/plain through with whitespace normalised; refuses PDF with a clear VALIDATION_ERROR", async () => {
     const d = await run(toTextOp, {}, page("  First   line\nof a paragraph.\n\n\n  Second\tparagraph.  ", { content_type: "text/plain; charset=us-ascii" }))
     expect(d).toEqual({ url: "https://coastal.example/features/lighthouse/", title: null, text: "First line of a paragraph.\n\nSecond paragraph." })
