@@ -16,7 +16,18 @@ export const ExtractParams = Schema.Struct({
   main_content: Schema.optionalWith(Schema.Boolean.annotations({ description: "keep only the main content (Readability); false: the whole cleaned <body>" }), { default: () => true })
 })
 
-const pageUrl = (p: Page): string => p.final_url || p.url
+/**
+ * What the extraction ops read: a Page, or a `snapshot` (a Page with the capture's facts). An
+ * archived page's links are as the original site wrote them, so they resolve against its
+ * original `url`, not the archive's `final_url`.
+ */
+export const PageInput = Schema.extend(Page, Schema.Struct({ archive_url: Schema.optional(Schema.String) })).annotations({ identifier: "TextPageInput" })
+type PageInput = typeof PageInput.Type
+
+/** The URL a page's text is attributed to: where it was read from. */
+const pageUrl = (p: PageInput): string => p.final_url || p.url
+/** The URL relative links resolve against (see PageInput). */
+const linkBase = (p: PageInput): string => (p.archive_url !== undefined ? p.url : pageUrl(p))
 
 /** Yields to the event loop so a cancel can land between CPU-bound pages. */
 const breathe = async (signal: AbortSignal, op: string): Promise<void> => {
@@ -40,24 +51,24 @@ const throttled = (ctx: GraphOpContext) => {
  * A page as a `Doc` of readable text, or why it has none: `{ skip }` for content that is neither
  * HTML nor plain text. Plain text passes through (paragraphs and whitespace normalised).
  */
-const pageText = (page: Page, main: boolean): Doc | { skip: string } => {
+const pageText = (page: PageInput, main: boolean): Doc | { skip: string } => {
   const url = pageUrl(page)
   const kind = contentKind(page.content_type)
   if (kind === "other") return { skip: `${url} is ${page.content_type.split(";")[0]}, not HTML or plain text` }
   if (kind === "plain") return { url, title: null, text: normalizePlain(page.html) }
-  const m = mainContent(page.html, url, main)
+  const m = mainContent(page.html, linkBase(page), main)
   return { url, title: m.title, text: blockText(m.element) }
 }
 
 /** `to_markdown`: `html` → `markdown` (a Doc whose text is Markdown). Non-HTML, non-text content: VALIDATION_ERROR. */
-export const toMarkdownOp: GraphOperation<typeof ExtractParams.Type, Page, Doc> = {
+export const toMarkdownOp: GraphOperation<typeof ExtractParams.Type, PageInput, Doc> = {
   name: "to_markdown",
   description: "Converts a page's main content (Mozilla Readability; the <body> when it finds no article) to Markdown: ATX headings, fenced code, absolute links.",
   category: "transform",
   inputTypes: ["html"],
   outputType: "markdown",
   params: ExtractParams,
-  input: Page,
+  input: PageInput,
   output: Doc,
   handler: async (params, page) => {
     const url = pageUrl(page)
@@ -65,20 +76,20 @@ export const toMarkdownOp: GraphOperation<typeof ExtractParams.Type, Page, Doc> 
     if (kind === "other") throw new JobFailure("VALIDATION_ERROR", `to_markdown: ${url} is ${page.content_type.split(";")[0]}, not HTML or plain text`, false)
     // Plain text is already valid Markdown (give or take a stray `*`): pass it through.
     if (kind === "plain") return { url, title: null, text: page.html.trim() }
-    const m = mainContent(page.html, url, params.main_content)
+    const m = mainContent(page.html, linkBase(page), params.main_content)
     return { url, title: m.title, text: toMarkdown(m.element, m.title) }
   }
 }
 
 /** `to_text`: `html` → `text` (Doc {url: final_url, title, text}). Non-HTML, non-text content: VALIDATION_ERROR. */
-export const toTextOp: GraphOperation<typeof ExtractParams.Type, Page, Doc> = {
+export const toTextOp: GraphOperation<typeof ExtractParams.Type, PageInput, Doc> = {
   name: "to_text",
   description: "Extracts a page's readable main text (paragraphs separated by blank lines; scripts, styles, navigation, footers and banners removed); text/plain passes through.",
   category: "transform",
   inputTypes: ["html"],
   outputType: "text",
   params: ExtractParams,
-  input: Page,
+  input: PageInput,
   output: Doc,
   handler: async (params, page) => {
     const d = pageText(page, params.main_content)
@@ -91,14 +102,14 @@ export const toTextOp: GraphOperation<typeof ExtractParams.Type, Page, Doc> = {
  * `to_text_batch`: `html[]` → `text[]`, `to_text` per page in input order; pages that are not
  * HTML or plain text, and pages without any text, are left out (the progress message counts them).
  */
-export const toTextBatchOp: GraphOperation<typeof ExtractParams.Type, ReadonlyArray<Page>, ReadonlyArray<Doc>> = {
+export const toTextBatchOp: GraphOperation<typeof ExtractParams.Type, ReadonlyArray<PageInput>, ReadonlyArray<Doc>> = {
   name: "to_text_batch",
   description: "to_text for every page of a list, in order; pages that are not HTML/plain text or have no text are left out.",
   category: "transform",
   inputTypes: ["html[]"],
   outputType: "text[]",
   params: ExtractParams,
-  input: Schema.Array(Page),
+  input: Schema.Array(PageInput),
   output: Schema.Array(Doc),
   handler: async (params, pages, ctx) => {
     const out: Array<Doc> = []

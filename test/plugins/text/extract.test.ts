@@ -103,7 +103,7 @@ describe("to_text", () => {
     expect(f.message).toBe("to_text: https://coastal.example/features/lighthouse/ is application/pdf, not HTML or plain text")
   })
 
-  it("reads archived snapshots (html values with extra capture fields)", async () => {
+  it("reads archived snapshots (html values with capture fields), links against the original URL", async () => {
     const snapshot = {
       ...page(article, { url: "http://coastal.example/features/lighthouse/", final_url: "https://web.archive.org/web/20240312000000id_/http://coastal.example/features/lighthouse/" }),
       timestamp: "20240312000000", date: "2024-03-12", source: "wayback", archive_url: "https://web.archive.org/web/20240312000000id_/http://coastal.example/features/lighthouse/",
@@ -112,6 +112,10 @@ describe("to_text", () => {
     const d = await run(toTextOp, {}, snapshot)
     expect(d.url).toBe(snapshot.archive_url)
     expect(d.text).toContain("clockmaker from Bowmore")
+    // Raw snapshots keep the site's own links: they resolve against the original URL, not the archive's.
+    const md = await run(toMarkdownOp, {}, snapshot)
+    expect(md.url).toBe(snapshot.archive_url)
+    expect(md.text).toContain("[2020 condition report](http://coastal.example/reports/2020-survey.pdf)")
   })
 })
 
