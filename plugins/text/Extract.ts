@@ -33,6 +33,27 @@ interface DomDocument {
   readonly documentElement: DomElement | null
   querySelector(selector: string): DomElement | null
   querySelectorAll(selector: string): ArrayLike<DomElement>
+  createElement(tag: string): DomElement & { appendChild(n: DomNode): void }
+}
+
+/**
+ * A document with `<html>` and `<body>` whatever the input: linkedom (unlike a browser) builds
+ * none for a fragment or bare text, and no body for `<html>` without one; Readability and the
+ * fallback both need a body.
+ */
+const parseDocument = (html: string): DomDocument => {
+  const { document } = parseHTML(html) as unknown as { document: DomDocument }
+  const root = document.documentElement
+  if (!root || root.tagName.toUpperCase() !== "HTML") {
+    return (parseHTML(`<!doctype html><html><head></head><body>${html}</body></html>`) as unknown as { document: DomDocument }).document
+  }
+  // Not `document.body`: linkedom's getter appends an empty body when there is none.
+  if (!Array.from(root.childNodes).some((n) => n.nodeName.toUpperCase() === "BODY")) {
+    const body = document.createElement("body")
+    for (const n of Array.from(root.childNodes)) if (n.nodeName.toUpperCase() !== "HEAD") body.appendChild(n)
+    ;(root as unknown as { appendChild(n: DomNode): void }).appendChild(body)
+  }
+  return document
 }
 
 /** How a page's `content_type` is treated. */
@@ -126,7 +147,7 @@ const removeFurniture = (doc: DomDocument): void => {
  */
 export const mainContent = (html: string, pageUrl: string, mainContent = true): MainContent => {
   const parse = (): DomDocument => {
-    const { document } = parseHTML(html) as unknown as { document: DomDocument }
+    const document = parseDocument(html)
     if (pageUrl) absolutize(document, pageUrl)
     removeAll(document, ALWAYS_DROPPED)
     return document
@@ -204,5 +225,6 @@ const turndown = new TurndownService({ headingStyle: "atx", codeBlockStyle: "fen
  */
 export const toMarkdown = (element: DomElement, title: string | null): string => {
   const body = turndown.turndown(element.innerHTML).trim()
-  return title && !/^# /m.test(body) ? `# ${title}\n\n${body}` : body
+  if (!title || /^# /m.test(body)) return body
+  return body ? `# ${title}\n\n${body}` : `# ${title}`
 }

@@ -95,6 +95,16 @@ describe("to_text", () => {
     ])
   })
 
+  it("reads fragments, bare text and documents without <body> (linkedom builds none for them)", async () => {
+    const text = async (html: string) => (await run(toTextOp, {}, page(html))).text
+    expect(await text("<p>Low water at <a href='tides'>noon</a>.</p><p>Second paragraph.</p>")).toBe("Low water at noon.\n\nSecond paragraph.")
+    expect(await text("bare words without markup")).toBe("bare words without markup")
+    expect(await run(toTextOp, {}, page("<html><head><title>Tides</title></head><p>Low water at noon.</p></html>"))).toMatchObject({ title: "Tides", text: "Low water at noon." })
+    expect(await text("")).toBe("")
+    expect((await run(toMarkdownOp, {}, page("<p>See <a href='tides'>the tables</a>.</p>"))).text).toBe("See [the tables](https://coastal.example/features/lighthouse/tides).")
+    expect((await run(toMarkdownOp, {}, page("<html><head><title>Empty</title></head><body></body></html>"))).text).toBe("# Empty")
+  })
+
   it("passes text/plain through with whitespace normalised; refuses PDF with a clear VALIDATION_ERROR", async () => {
     const d = await run(toTextOp, {}, page("  First   line\nof a paragraph.\n\n\n  Second\tparagraph.  ", { content_type: "text/plain; charset=us-ascii" }))
     expect(d).toEqual({ url: "https://coastal.example/features/lighthouse/", title: null, text: "First line of a paragraph.\n\nSecond paragraph." })
