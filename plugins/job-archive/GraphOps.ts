@@ -33,16 +33,26 @@ export const FetchParams = Schema.Struct({
   limit: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 1_000)), { default: () => 1 })
 })
 
-/** One archived snapshot as `fetch_archive` outputs it; `content` is the body decoded as UTF-8. */
+/**
+ * One archived snapshot as `fetch_archive` outputs it: a `snapshot`, which is an `html` value, so
+ * it carries the Page fields (`core/GraphTypes.ts`) the Transform operations read: `final_url` is
+ * the archive URL it was read from, `status` the captured HTTP status (200 when the index has
+ * none; the default CDX filter keeps only 200s),
+ * `content_type` the captured MIME type and `html` the body decoded as UTF-8; then the capture's
+ * own facts (timestamp, date, source, archive_url, file_url, mime).
+ */
 export const ArchivedPage = Schema.Struct({
   url: Schema.String,
+  final_url: Schema.String,
+  status: Schema.Int,
+  content_type: Schema.String,
+  html: Schema.String,
   timestamp: Schema.String,
   date: IsoDate,
   source: Schema.Literal(...SOURCES),
   archive_url: Schema.String,
   file_url: Schema.String,
-  mime: Schema.String,
-  content: Schema.String
+  mime: Schema.String
 }).annotations({ identifier: "ArchivedPage" })
 
 const list = (i: string | ReadonlyArray<string>): ReadonlyArray<string> => (typeof i === "string" ? [i] : i)
@@ -102,8 +112,20 @@ export const fetchArchiveOp = (client: ArchiveClient): GraphOperation<typeof Fet
     const out: Array<typeof ArchivedPage.Type> = []
     for (const [i, e] of entries.entries()) {
       if (e.file_url === null) continue
-      const content = new TextDecoder("utf-8", { fatal: false }).decode(bodies[i]!)
-      out.push({ url: e.url, timestamp: e.timestamp, date: timestampDate(chosen[i]!.timestamp), source: e.source, archive_url: e.archive_url, file_url: e.file_url, mime: e.mime, content })
+      const html = new TextDecoder("utf-8", { fatal: false }).decode(bodies[i]!)
+      out.push({
+        url: e.url,
+        final_url: e.archive_url,
+        status: e.status ?? 200,
+        content_type: e.mime,
+        html,
+        timestamp: e.timestamp,
+        date: timestampDate(chosen[i]!.timestamp),
+        source: e.source,
+        archive_url: e.archive_url,
+        file_url: e.file_url,
+        mime: e.mime
+      })
     }
     return out
   }

@@ -1,6 +1,7 @@
 /**
  * Plugin `job-vectl`: contributes the `vectl` job type (embeddings and semantic search) to the
- * jobs runtime. Models are configured by name (`hashing`, `openai`, `llama-cpp` kinds, see
+ * jobs runtime, and the graph operations `chunk`, `embed`, `embed_batch`, `store_vector` and
+ * `semantic_filter` (`GraphOps.ts`) over the same models and stores. Models are configured by name (`hashing`, `openai`, `llama-cpp` kinds, see
  * `Embedder.ts`); stores live under this plugin's data directory (`<data_dir>/job-vectl/stores`).
  * With the redis backend, each worker machine keeps its own stores unless the data directory is
  * shared.
@@ -10,6 +11,7 @@ import { Effect, Schema } from "effect"
 import { definePlugin, PluginBootError } from "../../core/Plugin.ts"
 import { jobTypes } from "../jobs/Contract.ts"
 import { type Embedder, hashingEmbedder, llamaCppEmbedder, ModelConfig, openaiEmbedder } from "./Embedder.ts"
+import { StoreResult, vectlGraphOps } from "./GraphOps.ts"
 import { vectlJob } from "./Vectl.ts"
 import { VectorStores } from "./VectorStore.ts"
 
@@ -38,10 +40,11 @@ export const makeEmbedders = (c: VectlConfig, configDir: string): Map<string, Em
 export default definePlugin({
   name: "job-vectl",
   version: "0.1.0",
-  description: "vectl jobs: 768-d embeddings (hashing, OpenAI-compatible, llama.cpp GGUF) into named persisted stores; exact cosine search.",
+  description: "vectl jobs: 768-d embeddings (hashing, OpenAI-compatible, llama.cpp GGUF) into named persisted stores; exact cosine search; chunk, embed, embed_batch, store_vector, semantic_filter graph operations.",
   dependsOn: ["jobs"],
   defaultListener: "jobs",
   config: VectlConfig,
+  resources: { VectlStoreResult: StoreResult },
   setup: (ctx) =>
     Effect.gen(function*() {
       if (!ctx.config.models[ctx.config.default_model]) {
@@ -51,16 +54,19 @@ export default definePlugin({
       yield* Effect.addFinalizer(() => Effect.promise(async () => {
         for (const m of models.values()) await m.close?.()
       }))
-      const job = vectlJob({
+      // One set of open stores for the job type and the graph operations: vectors a graph
+      // stores are found by a vectl search job in the same process at once.
+      const options = {
         models,
         defaultModel: ctx.config.default_model,
         stores: new VectorStores(path.join(ctx.dataDir, "stores")),
         chunkWords: ctx.config.chunk_words,
         overlapWords: ctx.config.overlap_words,
         batchSize: ctx.config.batch_size
-      })
+      }
       return {
-        extensions: jobTypes(job),
+        extensions: jobTypes(vectlJob(options)),
+        graphOps: vectlGraphOps(options),
         status: () => ({ default_model: ctx.config.default_model, models: Object.fromEntries(Object.entries(ctx.config.models).map(([n, m]) => [n, m.kind])) })
       }
     })

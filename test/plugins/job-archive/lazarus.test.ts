@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import { Page } from "../../../core/GraphTypes.ts"
 import { archiveDiscoverOp, fetchArchiveOp } from "../../../plugins/job-archive/GraphOps.ts"
 import { lazarusJob, type LazarusPayload } from "../../../plugins/job-archive/Lazarus.ts"
 import { ArchiveConfig, makeArchiveClient } from "../../../plugins/job-archive/plugin.ts"
@@ -134,7 +135,7 @@ describe("lazarus (Common Crawl)", () => {
 })
 
 describe("archive graph operations", () => {
-  it("archive_discover lists distinct URLs; fetch_archive returns newest snapshots with content", async () => {
+  it("archive_discover lists distinct URLs; fetch_archive returns newest snapshots as pages (html)", async () => {
     const c = ctx()
     const urls = await archiveDiscoverOp(client).handler(Schema.decodeUnknownSync(archiveDiscoverOp(client).params)({}), "example.com", c)
     expect(new Set(urls)).toEqual(new Set(["http://example.com/", "http://example.com/about", "http://blog.example.com/post", "http://example.com/gone"]))
@@ -142,7 +143,12 @@ describe("archive graph operations", () => {
     const pages = await op.handler(Schema.decodeUnknownSync(op.params)({ limit: 1 }), ["http://example.com/"], c)
     expect(pages).toHaveLength(1)
     expect(pages[0]).toMatchObject({ url: "http://example.com/", timestamp: "20230101000000", date: "2023-01-01", source: "wayback" })
-    expect(pages[0]!.content).toContain("captured 20230101000000")
+    // A snapshot is an `html` value: the Page fields the Transform operations read.
+    expect(Schema.decodeUnknownSync(Page)(pages[0])).toMatchObject({ url: "http://example.com/", final_url: pages[0]!.archive_url, status: 200, content_type: pages[0]!.mime })
+    expect(pages[0]!.final_url).toMatch(/\/20230101000000id_\/http:\/\/example\.com\/$/)
+    expect(pages[0]!.content_type).toMatch(/^text\/html/)
+    expect(pages[0]!.html).toContain("captured 20230101000000")
+    expect(pages[0]).not.toHaveProperty("content")
     expect(() => Schema.decodeUnknownSync(op.params)({ source: "elsewhere" })).toThrow()
   })
 })
