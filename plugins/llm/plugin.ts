@@ -23,7 +23,7 @@ export type LlmConfig = typeof LlmConfig.Type
  * A listener as configured in `source` (host and port from the config text), for processes
  * that do not bind it themselves; undefined for an unknown name or port 0 (known only where bound).
  */
-const configuredListener = (source: { file: string; text: string }) => {
+export const configuredListener = (source: { file: string; text: string }) => {
   let listeners: ReadonlyArray<{ name: string; host: string; port: number }> | undefined
   return (name: string): ListenerInfo | undefined => {
     try {
