@@ -27,7 +27,7 @@ export const llmConfigFields = {
     "OpenAI-compatible API base URL (e.g. http://127.0.0.1:8080/v1); null: the platform's own gateway, found on listener `gateway_listener` when an operation runs"
   ),
   gateway_listener: opt(Schema.String, "gateway", "listener the gateway plugin is mounted on (used when base_url is null)"),
-  api_key: opt(Schema.String, "", "bearer token sent to the API (the gateway's `token`); write `${GATEWAY_TOKEN:-...}` so it comes from the environment"),
+  api_key: opt(Schema.String, "", "bearer token sent to the API (the gateway's `token`); write `${GATEWAY_TOKEN:-...}` so it comes from the environment; empty: no Authorization header"),
   model: opt(Schema.String.pipe(Schema.minLength(1)), "model-linear", "model id sent in `model`; an operation's param `model` overrides it"),
   timeout_s: opt(Schema.Number.pipe(Schema.between(0.1, 86_400)), 300, "deadline of one model call, seconds"),
   max_retries: opt(Schema.Int.pipe(Schema.between(0, 20)), 4, "retries of a call answered 408/409/429/5xx or not connected; the gateway's busy 503 carries Retry-After-ms, which is honoured"),
@@ -181,7 +181,7 @@ export const makeChatClient = (options: ChatClientOptions): ChatClient => {
       messages: [{ role: "system", content: call.system }, { role: "user", content: call.user }],
       ...(options.maxTokens !== null ? { max_tokens: options.maxTokens } : {}),
       ...(responseFormat ? { response_format: responseFormat } : {})
-    }, { signal: call.signal })
+    }, { signal: call.signal, ...(options.apiKey ? {} : { headers: { Authorization: null } }) })
     // The SDK sleeps between retries without watching the signal: the race makes a cancel land
     // at once (the pending retry then sees the aborted signal and stops before sending).
     let onAbort!: () => void

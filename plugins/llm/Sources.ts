@@ -63,7 +63,7 @@ const stripTags = (html: string) =>
 /**
  * The sources of a value of any graph type, for operations that take `any` (`chat`, `to_report`):
  * texts, docs, pages (tags stripped), chunks (grouped), reports (their Markdown) are sources of
- * their own; entity and topic lists one source each (a line per item); other values (JSON
+ * their own; entity, topic and URL lists one source each (a line per item); other values (JSON
  * results, numbers) one source holding their JSON. Lists are walked one level at a time, so
  * several input states (one list of them) keep their order. null/undefined give none.
  */
@@ -76,6 +76,7 @@ export const renderAny = (value: unknown): Array<Source> => {
     if (Array.isArray(v)) {
       if (v.length === 0) return
       if (v.every(isChunk)) return void out.push(...groupChunks(v))
+      if (v.every((x) => typeof x === "string" && /^https?:\/\/\S+$/.test(x))) return void out.push({ url: null, label: "URLs", text: v.join("\n") })
       if (v.every(isEntity)) {
         const lines = v.map((e) => `- ${e.name} (${e.type}; ${e.mentions} mention${e.mentions === 1 ? "" : "s"}${e.sources.length ? `; ${e.sources.join(", ")}` : ""})${e.description ? `: ${e.description}` : ""}`)
         return void out.push({ url: null, label: "entities", text: lines.join("\n") })

@@ -39,7 +39,7 @@ base_url?: (string | null)
  */
 gateway_listener?: string
 /**
- * bearer token sent to the API (the gateway's `token`); write `${GATEWAY_TOKEN:-...}` so it comes from the environment (default "")
+ * bearer token sent to the API (the gateway's `token`); write `${GATEWAY_TOKEN:-...}` so it comes from the environment; empty: no Authorization header (default "")
  */
 api_key?: string
 model?: MinLength1

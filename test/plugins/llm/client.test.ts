@@ -83,6 +83,13 @@ describe("HTTP and transport failures", () => {
     }
   })
 
+  it("an empty api key sends no Authorization header; a key is sent as a bearer token", async () => {
+    const signal = new AbortController().signal
+    await clientOf(fx.url, { apiKey: "" }).text({ op: "t", system: "s", user: "Question: hi", signal })
+    await clientOf(fx.url, { apiKey: "k1" }).text({ op: "t", system: "s", user: "Question: hi", signal })
+    expect(fx.requests.map((r) => r.headers.authorization)).toEqual([undefined, "Bearer k1"])
+  })
+
   it("a refused connection is a NETWORK_ERROR; a model slower than timeout_s is a TIMEOUT", async () => {
     const port = await closedPort()
     const refused = await expectJobFailure(summarizeOp(clientOf(`http://127.0.0.1:${port}/v1`)).handler({ max_words: 50, focus: null, model: null, base_url: null }, "text", contexts.make()))
