@@ -40,6 +40,9 @@ export default definePlugin({
   name: "llm",
   version: "0.1.0",
   description: "Language-model graph operations (entities, topics, summarize, integrate, chat, compare, to_report) over an OpenAI-compatible API, by default the platform's gateway; store_entity into persisted entity stores.",
+  // Graph operations run inside graph jobs: depending on `jobs` boots this plugin in every worker
+  // process and thread too (they boot `jobs` and its dependents), where the graph engine runs them.
+  dependsOn: ["jobs"],
   // No routes of its own; the graph operations run in graph jobs on the `jobs` listener.
   defaultListener: "jobs",
   config: LlmConfig,

@@ -10,11 +10,13 @@ import * as path from "node:path"
 import { Schema } from "effect"
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import type { GraphOperation } from "../../../core/Contribution.ts"
+import * as Kernel from "../../../core/Kernel.ts"
 import { ROOT, type RunningPlatform, startPlatform } from "../../../core/Kernel.ts"
 import { entityStoreDir, EntityStore, responseSchema } from "../../../plugins/llm/Contract.ts"
 import { entitiesAnswer } from "../../../plugins/llm/Prompts.ts"
 import { type ModelServer, startModelServer } from "../../fixtures/model-server.ts"
 import { jobContexts } from "../jobs/net/jobContext.ts"
+import { freePort } from "../jobs/support.ts"
 import { BLOG, CHUNKS, NEWS } from "./support.ts"
 
 process.env.PLATFORM_LOG_LEVEL ??= "error"
@@ -23,23 +25,28 @@ const TOKEN = "gateway-token-123456"
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "llm-e2e-"))
 let fx: ModelServer
 let platform: RunningPlatform
+let yaml: string
 const contexts = jobContexts()
 
 beforeAll(async () => {
   // The upstream wants the engine's own key: what reaches it proves the gateway forwarded the call.
   fx = await startModelServer({ token: "upstream-key" })
+  // A fixed gateway port: a process that binds no listener (a worker) finds it in the config.
   platform = await startPlatform({
     cwd: ROOT,
-    yaml: `data_dir: ${dataDir}
+    yaml: yaml = `data_dir: ${dataDir}
 log: { level: error }
 listeners:
-  - { name: gateway, host: 127.0.0.1, port: 0 }
+  - { name: gateway, host: 127.0.0.1, port: ${await freePort()} }
   - { name: jobs, host: 127.0.0.1, port: 0 }
 plugins:
   gateway:
     token: ${TOKEN}
     engines:
       - { id: model-linear, kind: upstream, default: true, url: "${fx.url}", api_key: upstream-key }
+  jobs:
+    backend: embedded
+    files: { backend: local }
   llm:
     api_key: ${TOKEN}
     timeout_s: 20
@@ -123,5 +130,21 @@ describe("llm in the kernel", () => {
     expect(await run("store_entity", { store: "e2e" }, entities)).toEqual({ store: "e2e", stored: 2, total: 2 })
     const stored = await new EntityStore(entityStoreDir(dataDir)).get("e2e")
     expect(stored!.entities.map((e) => e.name).sort()).toEqual(["John Chen", "Maria Lopez"])
+  })
+
+  it("is booted with the jobs plugin's workers and reaches the gateway from the configured address there", async () => {
+    // What a worker process boots: `jobs` and its dependents, no listener bound, no gateway plugin.
+    const loaded = await Kernel.readConfig({ cwd: ROOT, yaml })
+    const worker = await Kernel.run(loaded, Kernel.layer(loaded, { focus: "jobs", mode: "inspect" }), (k) => k)
+    try {
+      expect(worker.value.plugins.map((p) => p.name).sort()).toEqual(["jobs", "llm"])
+      expect(worker.value.listeners.size).toBe(0)
+      const entities = worker.value.graphOps.entry("entities")!.value
+      const got = await entities.handler(Schema.decodeUnknownSync(entities.params)({ types: ["person"] }), "Maria Lopez met John Chen.", contexts.make())
+      expect(got.map((e: any) => e.name)).toEqual(["John Chen", "Maria Lopez"])
+      expect(fx.requests[0]!.headers.authorization).toBe("Bearer upstream-key")
+    } finally {
+      await worker.stop()
+    }
   })
 })
