@@ -29,7 +29,7 @@ export const llmConfigFields = {
   gateway_listener: opt(Schema.String, "gateway", "listener the gateway plugin is mounted on (used when base_url is null)"),
   api_key: opt(Schema.String, "", "bearer token sent to the API (the gateway's `token`); write `${GATEWAY_TOKEN:-...}` so it comes from the environment; empty: no Authorization header"),
   model: opt(Schema.String.pipe(Schema.minLength(1)), "model-linear", "model id sent in `model`; an operation's param `model` overrides it"),
-  timeout_s: opt(Schema.Number.pipe(Schema.between(0.1, 86_400)), 300, "deadline of one model call, seconds"),
+  timeout_s: opt(Schema.Number.pipe(Schema.between(0.1, 86_400)), 300, "deadline of one model call, retries included, seconds"),
   max_retries: opt(Schema.Int.pipe(Schema.between(0, 20)), 4, "retries of a call answered 408/409/429/5xx or not connected; the gateway's busy 503 carries Retry-After-ms, which is honoured"),
   max_input_chars: opt(Schema.Int.pipe(Schema.between(500, 10_000_000)), 12_000, "characters of input text one prompt carries at most; longer inputs are shortened with a note (12,000 characters is about 3,000 tokens, which fits the default 4,096-token engine with room for the answer)"),
   max_tokens: opt(Schema.NullOr(Schema.Int.pipe(Schema.between(1, 1_000_000))), null, "completion token limit sent with each call; null: the server's default")
@@ -151,14 +151,17 @@ export const makeChatClient = (options: ChatClientOptions): ChatClient => {
     return g
   }
 
-  /** Maps an SDK error to a `JobFailure`; `where` names the server in the message. */
-  const failure = (op: string, err: unknown, signal: AbortSignal, where: string): JobFailure => {
+  /**
+   * Maps an SDK error to a `JobFailure`; `where` names the server in the message. `signal` is the
+   * job's (a cancel), `deadline` the call's own (`timeoutMs` over all attempts).
+   */
+  const failure = (op: string, err: unknown, signal: AbortSignal, deadline: AbortSignal, where: string): JobFailure => {
     if (err instanceof JobFailure) return err
     if (signal.aborted) {
       const f = abortFailure(signal)
       return f.kind === "CANCELLED" ? new JobFailure("CANCELLED", `${op}: ${f.message}`, false) : new JobFailure(f.kind, `${op}: ${f.message}`, f.retryable)
     }
-    if (err instanceof OpenAI.APIConnectionTimeoutError) return new JobFailure("TIMEOUT", `${op}: the model at ${where} did not answer within ${options.timeoutMs / 1000} s`)
+    if (deadline.aborted || err instanceof OpenAI.APIConnectionTimeoutError) return new JobFailure("TIMEOUT", `${op}: the model at ${where} did not answer within ${options.timeoutMs / 1000} s`)
     if (err instanceof OpenAI.APIConnectionError) {
       const cause = (err.cause as { code?: string; message?: string } | undefined)
       return new JobFailure("NETWORK_ERROR", `${op}: cannot reach the model at ${where}: ${cause?.code ?? cause?.message ?? err.message}`)
@@ -174,20 +177,23 @@ export const makeChatClient = (options: ChatClientOptions): ChatClient => {
   const complete = async (call: ChatCall, responseFormat?: OpenAI.ChatCompletionCreateParams["response_format"]) => {
     const base = endpoint(call.op, call)
     const where = `${base}/chat/completions`
-    if (call.signal.aborted) throw failure(call.op, new OpenAI.APIUserAbortError(), call.signal, where)
+    // One deadline over every attempt: the SDK's own timeout is per attempt, and it retries timeouts.
+    const deadline = AbortSignal.timeout(options.timeoutMs)
+    const signal = AbortSignal.any([call.signal, deadline])
+    if (call.signal.aborted) throw failure(call.op, new OpenAI.APIUserAbortError(), call.signal, deadline, where)
     const request = sdk(base).chat.completions.create({
       model: call.model ?? options.model,
       temperature: 0,
       messages: [{ role: "system", content: call.system }, { role: "user", content: call.user }],
       ...(options.maxTokens !== null ? { max_tokens: options.maxTokens } : {}),
       ...(responseFormat ? { response_format: responseFormat } : {})
-    }, { signal: call.signal, ...(options.apiKey ? {} : { headers: { Authorization: null } }) })
-    // The SDK sleeps between retries without watching the signal: the race makes a cancel land
-    // at once (the pending retry then sees the aborted signal and stops before sending).
+    }, { signal, ...(options.apiKey ? {} : { headers: { Authorization: null } }) })
+    // The SDK sleeps between retries without watching the signal: the race makes a cancel or the
+    // deadline land at once (the pending retry then sees the aborted signal and sends nothing).
     let onAbort!: () => void
     const aborted = new Promise<never>((_, reject) => {
       onAbort = () => reject(new OpenAI.APIUserAbortError())
-      call.signal.addEventListener("abort", onAbort, { once: true })
+      signal.addEventListener("abort", onAbort, { once: true })
     })
     try {
       const res = await Promise.race([request, aborted])
@@ -197,9 +203,9 @@ export const makeChatClient = (options: ChatClientOptions): ChatClient => {
       }
       return { content: choice.message.content, finish: choice.finish_reason }
     } catch (e) {
-      throw failure(call.op, e, call.signal, where)
+      throw failure(call.op, e, call.signal, deadline, where)
     } finally {
-      call.signal.removeEventListener("abort", onAbort)
+      signal.removeEventListener("abort", onAbort)
       request.catch(() => undefined)
     }
   }

@@ -5,7 +5,7 @@
  */
 export type MinLength1 = string
 /**
- * deadline of one model call, seconds (default 300)
+ * deadline of one model call, retries included, seconds (default 300)
  */
 export type Between0186400 = number
 /**
