@@ -8,7 +8,7 @@
  */
 import { Effect, Option, Schema } from "effect"
 import { accessSync, constants } from "node:fs"
-import { directOnly, GeoRouter, jobTypes } from "../jobs/Contract.ts"
+import { directOnly, GeoRouter, jobTypes, torAware } from "../jobs/Contract.ts"
 import { configOption, definePlugin, PluginUnavailable } from "../../core/Plugin.ts"
 import { BrowserPayload, BrowserResult, browserJob } from "./Browser.ts"
 import { BrowserPool, DEFAULT_ARGS } from "./BrowserPool.ts"
@@ -26,7 +26,8 @@ export const BrowserConfig = Schema.Struct({
   jpeg_quality: opt(Schema.Int.pipe(Schema.between(1, 100)), 80, "JPEG quality of `format: jpeg` screenshots (1..100)"),
   max_429_retries: opt(Schema.Int.pipe(Schema.between(0, 10)), 3, "retries of a page answering 429 before failing NETWORK_ERROR"),
   backoff_base_ms: opt(Schema.Int.pipe(Schema.between(0, 600_000)), 2_000, "first 429 backoff when the page sends no Retry-After, ms (doubles per retry)"),
-  backoff_max_ms: opt(Schema.Int.pipe(Schema.between(0, 3_600_000)), 60_000, "longest single backoff, ms; a longer Retry-After fails at once")
+  backoff_max_ms: opt(Schema.Int.pipe(Schema.between(0, 3_600_000)), 60_000, "longest single backoff, ms; a longer Retry-After fails at once"),
+  tor_proxy_url: opt(Schema.String, "socks5://127.0.0.1:9050", "Tor SOCKS5 proxy for `geo: tor` pages (Debian's tor); other geo values go to the geo router")
 }).annotations({ identifier: "JobBrowserConfig" })
 export type BrowserConfig = typeof BrowserConfig.Type
 
@@ -61,7 +62,7 @@ export default definePlugin({
       } catch {
         return yield* Effect.fail(new PluginUnavailable({ reason: `Chromium not found at ${c.chromium_path} (apt-get install -y chromium, or set plugins.job-browser.chromium_path)` }))
       }
-      const geo = Option.getOrElse(yield* Effect.serviceOption(GeoRouter), () => directOnly)
+      const geo = torAware(Option.getOrElse(yield* Effect.serviceOption(GeoRouter), () => directOnly), c.tor_proxy_url)
       // Released with the platform scope: no Chromium outlives the platform.
       const pool = yield* Effect.acquireRelease(Effect.sync(() => makeBrowserPool(c)), (p) => Effect.promise(() => p.close()))
       const s = browserSettings(c)

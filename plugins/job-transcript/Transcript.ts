@@ -75,35 +75,45 @@ export const chooseTrack = (tracks: ReadonlyArray<CaptionTrack>, translationLang
   return { track: ordered[0]!, tlang: null }
 }
 
+/**
+ * Reads the transcript of one video: the watch page's API key, the player's caption tracks, the
+ * chosen track's timedtext. Rejects with `JobFailure` (no captions: REMOTE_ERROR, not retried).
+ */
+export const readTranscript = async (
+  client: YouTubeClient,
+  p: { video_id: string; language: string; include_timestamps: boolean; geo?: string | null },
+  ctx: { signal: AbortSignal; progress: (percent: number, message?: string) => Promise<void> }
+): Promise<TranscriptResult> => {
+  const route = await client.fetcher.route(p.geo ?? null, ctx.signal)
+  await ctx.progress(5, "reading the watch page")
+  const key = await client.apiKey(p.video_id, ctx.signal, route)
+  await ctx.progress(30, "asking the player API for caption tracks")
+  const info = await client.player(p.video_id, key, ctx.signal, route)
+  const choice = chooseTrack(info.tracks, info.translationLanguages, p.language)
+  if (!choice) {
+    // A property of the video, not a transient failure: never retried.
+    throw new JobFailure("REMOTE_ERROR", `video ${p.video_id} has no captions (transcripts are disabled or none exist)`, false)
+  }
+  await ctx.progress(60, `fetching the ${choice.track.languageCode}${choice.track.generated ? " (generated)" : ""} track${choice.tlang ? ` translated to ${choice.tlang}` : ""}`)
+  const cues = await client.timedText(choice.track, choice.tlang, ctx.signal, route)
+  await ctx.progress(100, `${cues.length} caption lines`)
+  return {
+    video_id: p.video_id,
+    title: info.title,
+    duration_seconds: info.lengthSeconds,
+    transcript: cues.map((c) => (p.include_timestamps ? { start: Math.round(c.start * 1000) / 1000, text: c.text } : { text: c.text })),
+    full_text: cues.map((c) => c.text).join(" "),
+    language: choice.tlang ?? choice.track.languageCode,
+    is_generated: choice.track.generated,
+    translated: choice.tlang !== null
+  }
+}
+
 /** Builds the `transcript` job type over `client`. */
 export const transcriptJob = (client: YouTubeClient): JobType<TranscriptPayload, TranscriptResult> => ({
   id: "transcript",
   description: "YouTube transcript extraction via the InnerTube player API's caption tracks and the timedtext document.",
   payload: TranscriptPayload,
   result: TranscriptResult,
-  handler: async (p, ctx) => {
-    const route = await client.fetcher.route(p.geo, ctx.signal)
-    await ctx.progress(5, "reading the watch page")
-    const key = await client.apiKey(p.video_id, ctx.signal, route)
-    await ctx.progress(30, "asking the player API for caption tracks")
-    const info = await client.player(p.video_id, key, ctx.signal, route)
-    const choice = chooseTrack(info.tracks, info.translationLanguages, p.language)
-    if (!choice) {
-      // A property of the video, not a transient failure: never retried.
-      throw new JobFailure("REMOTE_ERROR", `video ${p.video_id} has no captions (transcripts are disabled or none exist)`, false)
-    }
-    await ctx.progress(60, `fetching the ${choice.track.languageCode}${choice.track.generated ? " (generated)" : ""} track${choice.tlang ? ` translated to ${choice.tlang}` : ""}`)
-    const cues = await client.timedText(choice.track, choice.tlang, ctx.signal, route)
-    await ctx.progress(100, `${cues.length} caption lines`)
-    return {
-      video_id: p.video_id,
-      title: info.title,
-      duration_seconds: info.lengthSeconds,
-      transcript: cues.map((c) => (p.include_timestamps ? { start: Math.round(c.start * 1000) / 1000, text: c.text } : { text: c.text })),
-      full_text: cues.map((c) => c.text).join(" "),
-      language: choice.tlang ?? choice.track.languageCode,
-      is_generated: choice.track.generated,
-      translated: choice.tlang !== null
-    }
-  }
+  handler: (p, ctx) => readTranscript(client, p, ctx)
 })

@@ -9,7 +9,7 @@
 import { Effect, Option, Schema } from "effect"
 import { directOnly, fetchConfigFields, fetcherFor, GeoRouter, jobTypes, RateLimiter } from "../jobs/Contract.ts"
 import { configOption, definePlugin } from "../../core/Plugin.ts"
-import { Video, youtubeSearchOp } from "./GraphOps.ts"
+import { TranscriptDoc, transcriptOp, Video, youtubeSearchOp } from "./GraphOps.ts"
 import { TranscriptPayload, TranscriptResult, transcriptJob } from "./Transcript.ts"
 import { YouTubeClient } from "./YouTube.ts"
 
@@ -44,16 +44,16 @@ export const makeYouTubeClient = (c: TranscriptConfig, geo = directOnly): YouTub
 export default definePlugin({
   name: "job-transcript",
   version: "0.1.0",
-  description: "transcript jobs: YouTube captions via the InnerTube player API and timedtext, with language fallback; youtube_search graph operation.",
+  description: "transcript jobs: YouTube captions via the InnerTube player API and timedtext, with language fallback; youtube_search and transcript graph operations.",
   dependsOn: ["jobs"],
   // No routes of its own; jobs and graph operations are served by the `jobs` listener.
   defaultListener: "jobs",
   config: TranscriptConfig,
-  resources: { TranscriptPayload, TranscriptResult, YouTubeVideo: Video },
+  resources: { TranscriptPayload, TranscriptResult, YouTubeVideo: Video, TranscriptDoc },
   setup: (ctx) =>
     Effect.gen(function* () {
       const geo = Option.getOrElse(yield* Effect.serviceOption(GeoRouter), () => directOnly)
       const client = makeYouTubeClient(ctx.config, geo)
-      return { extensions: jobTypes(transcriptJob(client)), graphOps: [youtubeSearchOp(client)] }
+      return { extensions: jobTypes(transcriptJob(client)), graphOps: [youtubeSearchOp(client), transcriptOp(client)] }
     })
 })

@@ -10,10 +10,14 @@ import * as ExtensionPoint from "../../core/ExtensionPoint.ts"
 /** Error kinds the jobs runtime's retry policy understands (research-jobs spec, retry policy). */
 export type JobErrorKind = "TIMEOUT" | "NETWORK_ERROR" | "VALIDATION_ERROR" | "REMOTE_ERROR" | "INTERNAL_ERROR" | "CANCELLED"
 
-/** A failure raised by a job handler: `kind` decides retrying, `message` lands in the job's `error`. */
+/**
+ * A failure raised by a job handler: `kind` decides retrying, `message` lands in the job's
+ * `error`, and `details` (JSON, optional) in its `error_details` (e.g. a graph's failing stage
+ * and partial outputs).
+ */
 export class JobFailure extends Error {
   readonly _tag = "JobFailure"
-  constructor(readonly kind: JobErrorKind, message: string, readonly retryable?: boolean) {
+  constructor(readonly kind: JobErrorKind, message: string, readonly retryable?: boolean, readonly details?: Record<string, unknown>) {
     super(message)
   }
 }

@@ -73,4 +73,8 @@ jpeg_quality?: Between11002
 max_429_retries?: Between010
 backoff_base_ms?: Between0600000
 backoff_max_ms?: Between03600000
+/**
+ * Tor SOCKS5 proxy for `geo: tor` pages (Debian's tor); other geo values go to the geo router (default "socks5://127.0.0.1:9050")
+ */
+tor_proxy_url?: string
 }

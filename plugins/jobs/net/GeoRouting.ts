@@ -79,3 +79,21 @@ export const directOnly: GeoResolver = {
  * `Effect.serviceOption(GeoRouter)` in `setup` and fall back to `directOnly`.
  */
 export class GeoRouter extends Context.Tag("@platform/jobs/GeoRouter")<GeoRouter, GeoResolver>() {}
+
+/**
+ * A resolver sending `tor` (and any `…:tor` filter) through the Tor SOCKS5 proxy at `proxyUrl`
+ * (`socks5://127.0.0.1:9050`, Debian's `tor`; the proxy resolves host names, so `.onion` names
+ * work), and everything else to `base`. The route has no `dispatcher`: Chromium takes the URL
+ * as is; a plugin fetching with Node's `fetch` adds a SOCKS dispatcher of its own.
+ * Throws `JobFailure` VALIDATION_ERROR for an invalid filter or proxy URL.
+ */
+export const torAware = (base: GeoResolver, proxyUrl: string): GeoResolver => ({
+  resolve: async (geo, signal) => {
+    const filter = parseGeo(geo)
+    if (filter !== null && (filter.tor || filter.type === "tor")) {
+      if (!/^socks5h?:\/\/[^\s/]+:\d+\/?$/i.test(proxyUrl)) throw new JobFailure("VALIDATION_ERROR", `the Tor proxy "${proxyUrl}" is not a socks5://host:port URL`, false)
+      return { kind: "proxy", proxyUrl: proxyUrl.replace(/^socks5h:/i, "socks5:").replace(/\/$/, ""), label: "tor" }
+    }
+    return base.resolve(geo, signal)
+  }
+})

@@ -41,7 +41,7 @@ export type HistoryEntry = typeof HistoryEntry.Type
 /**
  * A job as stored and as answered by the API. The spec's fields plus: `payload` (the request
  * body as accepted), `retry_policy` (the effective policy), `error_kind` (the failure kind that
- * decided retrying), `scheduled_at` (when a QUEUED job becomes runnable: later than its QUEUED
+ * decided retrying), `error_details` (structured facts of the failure), `scheduled_at` (when a QUEUED job becomes runnable: later than its QUEUED
  * entry while a retry backoff runs), `worker` (who holds a PROCESSING job) and `files` (keys of
  * files the job stored, purged with it).
  */
@@ -60,6 +60,7 @@ export const Job = Schema.Struct({
   result: Schema.optional(Schema.Unknown),
   error: Schema.optional(Schema.String),
   error_kind: Schema.optional(ErrorKind),
+  error_details: Schema.optional(Schema.Unknown).annotations({ description: "structured facts of the failure: `issues` [{path, message}] of an invalid payload; a graph's `stage_name`, `message`, `partial_outputs`" }),
   attempts: Schema.Int,
   max_retries: Schema.Int,
   retry_policy: RetryPolicy,

@@ -15,7 +15,7 @@ import { EmbeddedQueue, type JobQueue } from "./Queue.ts"
 import { RedisQueue } from "./RedisQueue.ts"
 import { RedisJobStore } from "./RedisJobStore.ts"
 import type { JobsSettings } from "./Settings.ts"
-import { formatIssues, type JobTypeLookup, JobWorker, lostAttempt, queueTimedOut } from "./Worker.ts"
+import { formatIssues, issueList, type JobTypeLookup, JobWorker, lostAttempt, queueTimedOut } from "./Worker.ts"
 
 /** How long a runnable QUEUED record may lack a queue entry before the sweeper re-enqueues it (ms). */
 export const ORPHAN_GRACE_MS = 2_000
@@ -199,12 +199,19 @@ export class JobsRuntime {
       payload = rest
     }
     const problems: Array<string> = []
+    const issues: Array<{ path: string; message: string }> = []
     const decoded = Schema.decodeUnknownEither(jt.payload)(payload, { errors: "all" })
-    if (Either.isLeft(decoded)) problems.push(formatIssues(decoded.left))
+    if (Either.isLeft(decoded)) {
+      problems.push(formatIssues(decoded.left))
+      issues.push(...issueList(decoded.left))
+    }
     let policy: RetryPolicy = { max_retries: lim.max_retries, retry_on: lim.retry_on, no_retry_on: lim.no_retry_on }
     if (policyInput !== undefined) {
       const p = Schema.decodeUnknownEither(RetryPolicyInput)(policyInput, { errors: "all" })
-      if (Either.isLeft(p)) problems.push(formatIssues(p.left, "retry_policy"))
+      if (Either.isLeft(p)) {
+        problems.push(formatIssues(p.left, "retry_policy"))
+        issues.push(...issueList(p.left, "retry_policy"))
+      }
       else policy = { ...policy, ...p.right }
     }
     const base: Job = {
@@ -228,6 +235,7 @@ export class JobsRuntime {
         duration_seconds: 0,
         error,
         error_kind: "VALIDATION_ERROR",
+        error_details: { issues },
         history: [...base.history, { status: "FAILED", timestamp: at, error }]
       }
       await this.store.create(failed)

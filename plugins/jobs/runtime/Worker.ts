@@ -107,8 +107,10 @@ const NETWORK_CODES = new Set([
  * abort/timeout errors are TIMEOUT; socket and DNS errors (also as the `cause` of a failed
  * `fetch`) are NETWORK_ERROR; the rest is INTERNAL_ERROR.
  */
-export const classify = (e: unknown): { kind: JobErrorKind; message: string; retryable?: boolean } => {
-  if (e instanceof JobFailure) return { kind: e.kind, message: e.message, ...(e.retryable !== undefined ? { retryable: e.retryable } : {}) }
+export const classify = (e: unknown): { kind: JobErrorKind; message: string; retryable?: boolean; details?: Record<string, unknown> } => {
+  if (e instanceof JobFailure) {
+    return { kind: e.kind, message: e.message, ...(e.retryable !== undefined ? { retryable: e.retryable } : {}), ...(e.details !== undefined ? { details: e.details } : {}) }
+  }
   const err = e as { name?: string; message?: string; code?: string; cause?: { code?: string; message?: string } }
   const message = err?.message ?? String(e)
   if (err?.name === "TimeoutError" || err?.name === "AbortError") return { kind: "TIMEOUT", message }
@@ -122,12 +124,14 @@ export const classify = (e: unknown): { kind: JobErrorKind; message: string; ret
  * start with `prefix` when given; an issue about the whole value is named `prefix` or `(body)`.
  */
 export const formatIssues = (error: import("effect/ParseResult").ParseError, prefix?: string): string =>
-  ArrayFormatter.formatErrorSync(error)
-    .map((i) => {
-      const p = [...(prefix ? [prefix] : []), ...i.path.map(String)]
-      return `${p.length > 0 ? p.join(".") : "(body)"}: ${i.message}`
-    })
-    .join("; ")
+  issueList(error, prefix).map((i) => `${i.path}: ${i.message}`).join("; ")
+
+/** The issues of a decoding error as `{path, message}` (path dotted; `(body)` for the root). */
+export const issueList = (error: import("effect/ParseResult").ParseError, prefix?: string): Array<{ path: string; message: string }> =>
+  ArrayFormatter.formatErrorSync(error).map((i) => {
+    const p = [...(prefix ? [prefix] : []), ...i.path.map(String)]
+    return { path: p.length > 0 ? p.join(".") : "(body)", message: i.message }
+  })
 
 /** Runs delivered jobs; one per process. */
 export class JobWorker {
@@ -343,6 +347,7 @@ export class JobWorker {
           duration_seconds: secondsBetween(j.started_at ?? at, at),
           error,
           error_kind: failure.kind,
+          ...(failure.details !== undefined ? { error_details: failure.details } : {}),
           worker: undefined,
           history
         }

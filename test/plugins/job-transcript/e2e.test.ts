@@ -25,7 +25,7 @@ afterAll(async () => {
 describe("transcript over the Jobs API", () => {
   it("boots in the kernel and contributes its job type and graph operation", () => {
     const p = platform.kernel.plugins.find((x) => x.name === "job-transcript")!
-    expect(p).toMatchObject({ status: "running", contributions: { jobTypes: ["transcript"], graphOps: ["youtube_search"] } })
+    expect(p).toMatchObject({ status: "running", contributions: { jobTypes: ["transcript"], graphOps: ["youtube_search", "transcript"] } })
   })
 
   it("completes with the transcript", async () => {

@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
-import { youtubeSearchOp } from "../../../plugins/job-transcript/GraphOps.ts"
+import { transcriptOp, youtubeSearchOp } from "../../../plugins/job-transcript/GraphOps.ts"
 import { makeYouTubeClient, TranscriptConfig } from "../../../plugins/job-transcript/plugin.ts"
 import { chooseTrack, transcriptJob, type TranscriptPayload } from "../../../plugins/job-transcript/Transcript.ts"
 import { parseTimedText } from "../../../plugins/job-transcript/YouTube.ts"
@@ -108,5 +108,20 @@ describe("youtube_search", () => {
     expect(hits[0]).toEqual({ video_id: "okVideo0001", url: `${fx.url}/watch?v=okVideo0001`, title: "cats explained", channel: "Fixture Channel", duration_seconds: 213 })
     expect(hits[2]!.duration_seconds).toBe(3723)
     await expect(op.handler(Schema.decodeUnknownSync(op.params)({}), "", ctx())).rejects.toThrow(/needs a query/)
+  })
+})
+
+describe("transcript (graph operation)", () => {
+  it("reads the transcripts of searched videos as texts, skipping a video without captions", async () => {
+    const search = youtubeSearchOp(client)
+    const hits = await search.handler(Schema.decodeUnknownSync(search.params)({ max_results: 5 }), "cats", ctx())
+    const op = transcriptOp(client)
+    const c = ctx()
+    const docs = await op.handler(Schema.decodeUnknownSync(op.params)({}), [...hits, "noCaptions1"], c)
+    expect(docs.map((d) => d.video_id)).toEqual(["okVideo0001", "asrOnly0001", "jaOnly00001"])
+    expect(docs[0]).toMatchObject({ url: `${fx.url}/watch?v=okVideo0001`, title: "Fixture video", language: "en" })
+    expect(docs[0]!.text.length).toBeGreaterThan(10)
+    expect(c.progressLog.at(-1)!.message).toMatch(/noCaptions1: skipped: .*no captions/)
+    await expect(op.handler(Schema.decodeUnknownSync(op.params)({}), ["noCaptions1"], ctx())).rejects.toThrow(/no captions/)
   })
 })
