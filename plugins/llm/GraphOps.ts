@@ -305,7 +305,8 @@ export const toReportOp = (client: ChatClient): GraphOperation<typeof ReportPara
   inputTypes: ["any"],
   outputType: "report",
   params: ReportParams,
-  input: Schema.Unknown,
+  // Not optional (unlike chat's): a graph giving to_report no input is rejected before it runs.
+  input: Schema.Unknown.pipe(Schema.filter((v) => (v !== null && v !== undefined) || "to_report needs an input: the material of the report")),
   output: Report,
   handler: async (params, input, ctx) => reportOf(client, params, input, ctx)
 })
