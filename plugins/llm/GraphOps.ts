@@ -261,7 +261,8 @@ export const chatOp = (client: ChatClient): GraphOperation<typeof ChatParams.Typ
 /**
  * `compare`: ≥2 texts (or chunks, grouped by source) → a `Comparison` of `aspects`: per aspect
  * each source's finding (the source by URL, else its label) and a verdict, then a summary. An
- * aspect the model left out is listed with no findings and says so.
+ * aspect the model left out is listed with no findings and says so. Sources sharing a URL
+ * (versions of one page) are named `[n] label` instead.
  */
 export const compareOp = (client: ChatClient): GraphOperation<typeof CompareParams.Type, typeof ListInput.Type, Comparison> => ({
   name: "compare",
@@ -278,9 +279,12 @@ export const compareOp = (client: ChatClient): GraphOperation<typeof ComparePara
     const aspects = [...new Set(params.aspects.map((a) => a.trim()))]
     const { system, user } = Prompts.comparePrompt(sources, aspects)
     const got = await client.json({ op: "compare", system, user, signal: ctx.signal, ...over(params) }, Prompts.comparisonAnswer(aspects))
+    // Versions of one page (archived snapshots) share a URL: those are told apart by number.
+    const shared = new Set(sources.map((s) => s.url).filter((u, i, all) => u !== null && all.indexOf(u) !== i))
     const named = (n: number) => {
       const s = sources[Math.round(n) - 1]
-      return s ? s.url ?? s.label : `source ${n}`
+      if (!s) return `source ${n}`
+      return s.url !== null && !shared.has(s.url) ? s.url : `[${Math.round(n)}] ${s.label}`
     }
     return {
       aspects: aspects.map((aspect) => {

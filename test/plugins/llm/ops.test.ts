@@ -165,6 +165,10 @@ describe("chat and compare", () => {
     expect(got.aspects[1].verdict).toBe("Only [1] discuss workers.")
     expect(got.summary).toContain("Compared 2 sources")
     expect(fx.chats()[0].response_format.json_schema.schema.properties.aspects.items.properties.aspect.enum).toEqual(["Berlin", "workers"])
+    // Two versions of one page: told apart by number and title.
+    const versions = await run(compareOp(clientOf(fx.url)), { aspects: ["workers"] }, [{ ...NEWS, title: "2025" }, { ...NEWS, title: "2026", text: "The factory employs 900 workers." }]) as any
+    expect(versions.aspects[0].findings.map((f: any) => f.source)).toEqual([`[1] 2025 — ${NEWS.url}`, `[2] 2026 — ${NEWS.url}`])
+    expect(versions.aspects[0].findings[1].summary).toBe("The factory employs 900 workers.")
     await expect(run(compareOp(clientOf(fx.url)), { aspects: ["x"] }, [NEWS])).rejects.toMatchObject({ kind: "VALIDATION_ERROR", message: "compare: needs at least 2 sources to compare, got 1" })
   })
 })
