@@ -92,6 +92,7 @@ export const filterUrls = (urls: ReadonlyArray<string>, f: UrlFilter, what = "fi
   const kept: string[] = []
   let invalid = 0
   for (const raw of urls) {
+    if (f.max !== undefined && f.max !== null && kept.length >= f.max) break
     const u = httpUrl(raw)
     if (!u) {
       invalid++
@@ -108,7 +109,6 @@ export const filterUrls = (urls: ReadonlyArray<string>, f: UrlFilter, what = "fi
     if (include.length > 0 && !include.some((r) => r.test(out))) continue
     if (exclude.some((r) => r.test(out))) continue
     kept.push(out)
-    if (f.max !== undefined && f.max !== null && kept.length >= f.max) break
   }
   return { kept, invalid }
 }
