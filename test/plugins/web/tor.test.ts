@@ -87,6 +87,8 @@ describe("tor_fetch", () => {
     setTimeout(() => ctx.controller.abort(new Error("stop")), 300)
     expect((await expectJobFailure(p)).kind).toBe("CANCELLED")
     expect(Date.now() - started).toBeLessThan(1300)
+    // an IP destination travels as SOCKS5 ATYP IPv4
+    expect(socks.connections.at(-1)).toEqual({ host: "127.0.0.1", port: Number(new URL(web.url).port), atyp: "ipv4", reply: 0 })
     await new Promise((r) => setTimeout(r, 300))
     expect(web.stats.slowClosedEarly).toBe(before + 1)
   })
