@@ -3,6 +3,7 @@
  * with the name resolved at the proxy (ATYP domain), `fetch`/`fetch_batch` with `geo: tor` (or a
  * `:tor` type) take the same route, other geos do not, and a missing proxy is a clear error.
  */
+import * as net from "node:net"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import type { Page } from "../../../core/GraphTypes.ts"
 import { parseSocksUrl, torAwareResolver, wantsTor } from "../../../plugins/web/Contract.ts"
@@ -137,5 +138,50 @@ describe("tor-aware resolver", () => {
     expect((tor as { dispatcher?: unknown }).dispatcher).toBeDefined()
     expect(await r.resolve("tor")).toBe(tor)
     await r.close()
+  })
+})
+
+describe("SOCKS5 fixture protocol (RFC 1928)", () => {
+  /** Sends `frames` one after another on a raw connection to the proxy and collects every byte it answers until it closes. */
+  const exchange = (frames: Buffer[]): Promise<Buffer> =>
+    new Promise((resolve, reject) => {
+      const s = net.connect(socks.port, socks.host)
+      const got: Buffer[] = []
+      s.on("data", (d) => got.push(d))
+      s.on("error", reject)
+      s.on("close", () => resolve(Buffer.concat(got)))
+      s.on("connect", async () => {
+        for (const f of frames) {
+          s.write(f)
+          await new Promise((r) => setTimeout(r, 20))
+        }
+        setTimeout(() => s.end(), 100)
+      })
+    })
+
+  it("answers 0xFF when no-authentication is not offered", async () => {
+    expect([...(await exchange([Buffer.from([5, 1, 2])]))]).toEqual([5, 0xff])
+  })
+
+  it("refuses commands other than CONNECT (0x07), IPv6 (0x08) and non-loopback addresses (0x02)", async () => {
+    const hello = Buffer.from([5, 1, 0])
+    const bind = Buffer.from([5, 2, 0, 1, 127, 0, 0, 1, 0, 80])
+    expect([...(await exchange([hello, bind]))].slice(0, 4)).toEqual([5, 0, 5, 7])
+    const v6 = Buffer.concat([Buffer.from([5, 1, 0, 4]), Buffer.alloc(16), Buffer.from([0, 80])])
+    expect([...(await exchange([hello, v6]))].slice(0, 4)).toEqual([5, 0, 5, 8])
+    const outside = Buffer.from([5, 1, 0, 1, 93, 184, 216, 34, 0, 80])
+    expect([...(await exchange([hello, outside]))].slice(0, 4)).toEqual([5, 0, 5, 2])
+    expect(socks.connections.at(-1)).toEqual({ host: "93.184.216.34", port: 80, atyp: "ipv4", reply: 2 })
+  })
+
+  it("connects a domain request split over several packets and relays bytes both ways", async () => {
+    const name = Buffer.from(ONION_HOST)
+    const req = Buffer.concat([Buffer.from([5, 1, 0, 3, name.length]), name, Buffer.from([0, 80])])
+    const http = Buffer.from(`GET /forum/grayfox HTTP/1.1\r\nHost: ${ONION_HOST}\r\nConnection: close\r\n\r\n`)
+    const out = await exchange([Buffer.from([5]), Buffer.from([1, 0]), req.subarray(0, 7), req.subarray(7), http])
+    expect([...out.subarray(0, 4)]).toEqual([5, 0, 5, 0])
+    const text = out.subarray(12).toString()
+    expect(text.startsWith("HTTP/1.1 200 OK")).toBe(true)
+    expect(text).toContain("GrayFox has sold three leaks this year")
   })
 })
