@@ -273,13 +273,15 @@ export const linksOp = (): GraphOperation<typeof LinksParams.Type, Page | Readon
     const pages: ReadonlyArray<Page> = Array.isArray(input) ? input : [input as Page]
     const seen = new Set<string>()
     const out: string[] = []
+    const full = () => params.max !== null && out.length >= params.max
     for (const page of pages) {
       if (ctx.signal.aborted) throw abortFailure(ctx.signal)
+      if (full()) break
       for (const link of pageLinks(page, params.same_domain)) {
         if (seen.has(link)) continue
         seen.add(link)
         out.push(link)
-        if (params.max !== null && out.length >= params.max) return out
+        if (full()) break
       }
     }
     await ctx.progress(100, `${out.length} links from ${pages.length} pages`)

@@ -48,7 +48,7 @@ export interface TorResolver extends GeoResolver {
   readonly tor: () => Route
   /** The proxy URL in use (`socks5h://127.0.0.1:9050`). */
   readonly socksUrl: string
-  /** Closes the dispatcher's connections (plugin shutdown). */
+  /** Drops the dispatcher and its connections, aborting requests in flight (plugin shutdown). */
   readonly close: () => Promise<void>
 }
 
@@ -80,7 +80,8 @@ export const torAwareResolver = (socksUrl: string, fallback: GeoResolver = direc
       const d = dispatcher
       route = undefined
       dispatcher = undefined
-      await d?.close().catch(() => undefined)
+      // destroy, not close: close waits for requests in flight, which must not hold up a shutdown.
+      await d?.destroy().catch(() => undefined)
     }
   }
 }
