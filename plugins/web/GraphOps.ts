@@ -57,7 +57,9 @@ export const FilterUrlsParams = Schema.Struct({
   exclude: withDefault(Schema.Array(Schema.String), [], "regexes: drop URLs matching one"),
   same_domain_as: withDefault(Schema.NullOr(Schema.String), null, "keep URLs on this URL's domain or its subdomains"),
   domains: withDefault(Schema.Array(Schema.String), [], "keep URLs on these domains or their subdomains"),
-  max: withDefault(Schema.NullOr(Schema.Int.pipe(Schema.nonNegative())), null, "the most URLs kept"),
+  exclude_urls: withDefault(Schema.Array(Schema.String), [], "drop these URLs (compared normalised), e.g. the ones already fetched"),
+  // Any int: templates compute it (`max_urls - length(urls)`), and a budget already spent is 0 or less.
+  max: withDefault(Schema.NullOr(Schema.Int), null, "the most URLs kept; 0 or less keeps none"),
   dedupe: withDefault(Schema.Boolean, true, "normalise URLs and drop repeats (keeps the first)")
 })
 
@@ -251,6 +253,7 @@ export const filterUrlsOp = (): GraphOperation<typeof FilterUrlsParams.Type, Rea
       exclude: params.exclude,
       sameDomainAs: params.same_domain_as,
       domains: params.domains,
+      excludeUrls: params.exclude_urls,
       max: params.max,
       dedupe: params.dedupe
     })

@@ -55,7 +55,9 @@ export interface UrlFilter {
   readonly sameDomainAs?: string | null
   /** Keep only URLs on one of these domains (or their subdomains). */
   readonly domains?: ReadonlyArray<string>
-  /** Keep at most this many (the first ones). */
+  /** Drop these URLs (compared in normal form: already visited, already fetched). */
+  readonly excludeUrls?: ReadonlyArray<string>
+  /** Keep at most this many (the first ones); 0 or less keeps none. */
   readonly max?: number | null
   /** Normalise (`normaliseUrl`) and drop repeats, keeping the first. */
   readonly dedupe?: boolean
@@ -71,8 +73,9 @@ const compile = (what: string, kind: string, patterns: ReadonlyArray<string> | u
   })
 
 /**
- * Applies `f` to `urls` in order: anything that is not an absolute http(s) URL is dropped; with
- * `dedupe` each URL is replaced by its normal form and repeats are dropped; then the domain rules,
+ * Applies `f` to `urls` in order: anything that is not an absolute http(s) URL is dropped, and so
+ * is any of `excludeUrls`; with `dedupe` each URL is replaced by its normal form and repeats are
+ * dropped; then the domain rules,
  * `include`/`exclude` (tested against the URL as output) and `max`. Returns the kept URLs and how
  * many were dropped as invalid.
  *
@@ -88,6 +91,7 @@ export const filterUrls = (urls: ReadonlyArray<string>, f: UrlFilter, what = "fi
     sameHost = u.hostname
   }
   const domains = (f.domains ?? []).filter((d) => d.trim() !== "")
+  const excluded = new Set((f.excludeUrls ?? []).map((x) => normaliseUrl(x)).filter((x): x is string => x !== undefined))
   const seen = new Set<string>()
   const kept: string[] = []
   let invalid = 0
@@ -99,6 +103,7 @@ export const filterUrls = (urls: ReadonlyArray<string>, f: UrlFilter, what = "fi
       continue
     }
     let out = raw.trim()
+    if (excluded.size > 0 && excluded.has(normaliseUrl(out)!)) continue
     if (f.dedupe) {
       out = normaliseUrl(out)!
       if (seen.has(out)) continue

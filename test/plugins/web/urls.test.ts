@@ -102,6 +102,17 @@ describe("filter_urls", () => {
     ])
     expect(await runOp(ops.filter_urls!, { max: 2 }, urls, contexts.make())).toEqual(["https://news.acme.com/2025/ceo", "https://www.acme.com/about"])
     expect(await runOp(ops.filter_urls!, { max: 0 }, urls, contexts.make())).toEqual([])
+    expect(await runOp(ops.filter_urls!, { max: -3 }, urls, contexts.make())).toEqual([])
+  })
+
+  it("drops exclude_urls, compared in normal form (a crawl's visited set)", async () => {
+    const visited = ["https://news.acme.com/2025/ceo", "http://GAZETTE.example:80/politics/jane-doe?b=2&a=1#x"]
+    expect(await runOp(ops.filter_urls!, { exclude_urls: visited, max: 3 }, urls, contexts.make())).toEqual([
+      "https://www.acme.com/about",
+      "https://acme.com.evil.net/phish",
+      "https://energy.example/solar/record"
+    ])
+    expect(await runOp(ops.filter_urls!, { exclude_urls: visited, dedupe: false, domains: ["acme.com"] }, urls, contexts.make())).toEqual(["https://www.acme.com/about"])
   })
 
   it("names an invalid regex (VALIDATION_ERROR)", async () => {
