@@ -55,8 +55,9 @@ export interface TorResolver extends GeoResolver {
 /**
  * A resolver that answers Tor geos (`wantsTor`) with the SOCKS route of `socksUrl` and every other
  * geo with `fallback` (the `GeoRouter` service when one is plugged in, else `directOnly`).
- * The route's `proxyUrl` is `socks5://host:port`, the form Chromium's `proxy.server` takes (it
- * resolves names at a SOCKS5 proxy too). Nothing connects until a request goes out, so a missing
+ * The route is the one the jobs contract's `torAware` gives Chromium (`proxyUrl`
+ * `socks5://host:port`, label `tor`; Chromium resolves names at a SOCKS5 proxy too) plus the
+ * undici `dispatcher` Node's `fetch` needs, so one resolver serves both kinds of client. Nothing connects until a request goes out, so a missing
  * Tor daemon fails requests (`NETWORK_ERROR`), never construction.
  *
  * Throws `JobFailure` `VALIDATION_ERROR` when `socksUrl` is malformed.
@@ -68,7 +69,7 @@ export const torAwareResolver = (socksUrl: string, fallback: GeoResolver = direc
   const tor = (): Route => {
     if (!route) {
       dispatcher = socksDispatcher({ type: 5, host: addr.host, port: addr.port })
-      route = { kind: "proxy", proxyUrl: `socks5://${addr.host.includes(":") ? `[${addr.host}]` : addr.host}:${addr.port}`, dispatcher, label: `tor (${socksUrl})` }
+      route = { kind: "proxy", proxyUrl: `socks5://${addr.host.includes(":") ? `[${addr.host}]` : addr.host}:${addr.port}`, dispatcher, label: "tor" }
     }
     return route
   }

@@ -134,7 +134,7 @@ describe("tor-aware resolver", () => {
     expect(await r.resolve("us:ca")).toEqual({ kind: "proxy", proxyUrl: "http://vpn-us:3128", label: "us bank" })
     expect(asked).toEqual(["us:ca"])
     const tor = await r.resolve("tor")
-    expect(tor).toMatchObject({ kind: "proxy", proxyUrl: "socks5://127.0.0.1:9050", label: "tor (socks5h://127.0.0.1:9050)" })
+    expect(tor).toMatchObject({ kind: "proxy", proxyUrl: "socks5://127.0.0.1:9050", label: "tor" })
     expect((tor as { dispatcher?: unknown }).dispatcher).toBeDefined()
     expect(await r.resolve("tor")).toBe(tor)
     await r.close()
