@@ -93,6 +93,14 @@ const firstIssue = (e: ParseResult.ParseError): string => {
   return i ? `${i.path.length > 0 ? i.path.join(".") + ": " : ""}${i.message}` : e.message
 }
 
+/** The compiled guard of an operation's output type (compiled once per operation). */
+const guards = new WeakMap<GraphOperation, (u: unknown) => boolean>()
+const outputCheck = (op: GraphOperation): ((u: unknown) => boolean) => {
+  let g = guards.get(op)
+  if (g === undefined) guards.set(op, g = Schema.is(Schema.typeSchema(op.output)))
+  return g
+}
+
 /** A scope of state: the graph's, or a foreach element's over it (writes stay in the element). */
 class Scope {
   private readonly values = new Map<string, unknown>()
@@ -193,8 +201,11 @@ export const run = async (o: RunOptions): Promise<GraphResult> => {
           try: (signal) => op.handler(params.right, input.right, ctx(signal)),
           catch: (e) => toFailure(op.name, e)
         }))
-        const checked = Schema.validateEither(Schema.typeSchema(op.output))(value)
-        if (Either.isLeft(checked)) return yield* Effect.fail(new OpFailed("INTERNAL_ERROR", `${op.name}: output does not match its declared schema: ${firstIssue(checked.left)}`, false))
+        if (!outputCheck(op)(value)) {
+          const checked = Schema.validateEither(Schema.typeSchema(op.output))(value)
+          const why = Either.isLeft(checked) ? firstIssue(checked.left) : "rejected"
+          return yield* Effect.fail(new OpFailed("INTERNAL_ERROR", `${op.name}: output does not match its declared schema: ${why}`, false))
+        }
         if (step.output !== null) scope.set(step.output, value)
         return value
       })
