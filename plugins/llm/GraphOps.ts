@@ -11,6 +11,7 @@ import { invalid, JobFailure } from "../jobs/Contract.ts"
 import type { CallOverrides, ChatClient } from "./Client.ts"
 import { type EntityStore, entityKey, mergeEntities, StoreName } from "./EntityStore.ts"
 import * as Prompts from "./Prompts.ts"
+import { scoreRelevance } from "./Contract.ts"
 import { citedNumbers, collectUrls, countMentions, fitBudget, limitWords, renderAny, type Source, toSources } from "./Sources.ts"
 
 /** Params every model-calling op takes: `model` and `base_url` override the plugin's config for this op. */
@@ -351,8 +352,59 @@ export const storeEntityOp = (store: EntityStore): GraphOperation<typeof StoreEn
   }
 })
 
+/** `relevance_filter` params: the `query`, the `min_score` kept (0..10), `concurrency` of model calls. */
+export const RelevanceParams = Schema.Struct({
+  query: Schema.String.pipe(Schema.minLength(1)),
+  min_score: Schema.optionalWith(Schema.Number.pipe(Schema.between(0, 10)), { default: () => 0 }),
+  concurrency: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 64)), { default: () => 4 }),
+  ...CallParams
+})
+
+/** A text scored for relevance: the Doc with `score` (0..10) and the model's one-sentence `reason`. */
+export const ScoredDoc = Schema.Struct({
+  url: Schema.NullOr(Schema.String),
+  title: Schema.NullOr(Schema.String),
+  text: Schema.String,
+  score: Schema.Number,
+  reason: Schema.String
+}).annotations({ identifier: "ScoredDoc" })
+
+/**
+ * `relevance_filter` (Filter): `text[]` → `text[]`: each text scored 0..10 for relevance to
+ * `query` by the model (structured output, `scoreRelevance`), those under `min_score` dropped,
+ * the rest in input order with `score` and `reason`. Model calls run `concurrency` at a time.
+ */
+export const relevanceFilterOp = (client: ChatClient): GraphOperation<typeof RelevanceParams.Type, ReadonlyArray<Text>, ReadonlyArray<typeof ScoredDoc.Type>> => ({
+  name: "relevance_filter",
+  description: "Scores texts 0-10 for relevance to a query with the model and keeps those at or above min_score, with score and reason.",
+  category: "filter",
+  params: RelevanceParams,
+  inputTypes: ["text[]"],
+  outputType: "text[]",
+  input: Schema.Array(Text),
+  output: Schema.Array(ScoredDoc),
+  handler: async (params, texts, ctx) => {
+    const scored: Array<typeof ScoredDoc.Type | undefined> = new Array(texts.length)
+    let next = 0
+    let done = 0
+    const worker = async () => {
+      for (let i = next++; i < texts.length; i = next++) {
+        const t = texts[i]!
+        const doc = typeof t === "string" ? { url: null, title: null, text: t } : { url: t.url, title: t.title, text: t.text }
+        const r = await scoreRelevance(client, params.query, doc.text, ctx.signal, { ...over(params), op: "relevance_filter" })
+        scored[i] = { ...doc, score: r.score, reason: r.reason }
+        done++
+        await ctx.progress(Math.round((100 * done) / texts.length), `${done}/${texts.length} scored`)
+      }
+    }
+    await Promise.all(Array.from({ length: Math.min(params.concurrency, texts.length) }, worker))
+    return scored.filter((d): d is typeof ScoredDoc.Type => d !== undefined && d.score >= params.min_score)
+  }
+})
+
 /** Every operation of the plugin. */
 export const llmOps = (client: ChatClient, store: EntityStore): ReadonlyArray<GraphOperation> => [
+  relevanceFilterOp(client),
   entitiesOp(client),
   topicsOp(client),
   summarizeOp(client),

@@ -76,9 +76,10 @@ describe("llm in the kernel", () => {
   it("boots and registers its operations with their categories and types", () => {
     const p = platform.kernel.plugins.find((x) => x.name === "llm")!
     expect(p.status).toBe("running")
-    expect([...p.contributions.graphOps].sort()).toEqual(["chat", "compare", "entities", "integrate", "store_entity", "summarize", "to_report", "topics"])
+    expect([...p.contributions.graphOps].sort()).toEqual(["chat", "compare", "entities", "integrate", "relevance_filter", "store_entity", "summarize", "to_report", "topics"])
     const types = Object.fromEntries(p.contributions.graphOps.map((n) => [n, [op(n).category, op(n).inputTypes, op(n).outputType]]))
     expect(types).toEqual({
+      relevance_filter: ["filter", ["text[]"], "text[]"],
       entities: ["extract", ["text", "text[]", "chunk[]"], "entity[]"],
       topics: ["extract", ["text", "text[]", "chunk[]"], "topic[]"],
       summarize: ["extract", ["text", "text[]", "chunk[]"], "text"],

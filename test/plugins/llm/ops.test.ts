@@ -9,7 +9,7 @@ import * as path from "node:path"
 import { Schema } from "effect"
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { EntityStore } from "../../../plugins/llm/Contract.ts"
-import { chatOp, compareOp, entitiesOp, integrateOp, llmOps, summarizeOp, topicsOp, toReportOp } from "../../../plugins/llm/GraphOps.ts"
+import { chatOp, compareOp, entitiesOp, integrateOp, llmOps, relevanceFilterOp, summarizeOp, topicsOp, toReportOp } from "../../../plugins/llm/GraphOps.ts"
 import { type ModelServer, startModelServer } from "../../fixtures/model-server.ts"
 import { jobContexts } from "../jobs/net/jobContext.ts"
 import { BLOG, CHUNKS, clientOf, NEWS, userOf } from "./support.ts"
@@ -234,5 +234,22 @@ describe("store_entity", () => {
     const op = llmOps(clientOf(fx.url), new EntityStore(os.tmpdir())).find((o) => o.name === "store_entity")!
     for (const bad of ["../x", "a/b", "", ".hidden", "x.lock", "a..b"]) expect(() => Schema.decodeUnknownSync(op.params)({ store: bad })).toThrow()
     expect(Schema.decodeUnknownSync(op.params)({})).toEqual({ store: "default" })
+  })
+})
+
+describe("relevance_filter", () => {
+  it("scores each text 0..10 against the query and keeps those at or above min_score, in input order", async () => {
+    const off = { url: "https://example.org/recipes", title: "Soup", text: "A tomato soup recipe with basil, garlic and olive oil, simmered for twenty minutes." }
+    const c = ctx()
+    const all = (await run(relevanceFilterOp(clientOf(fx.url)), { query: "Acme Robotics Berlin factory" }, [NEWS, off, BLOG], c)) as Array<{ url: string; score: number; reason: string }>
+    expect(all.map((d) => d.url)).toEqual([NEWS.url, off.url, BLOG.url])
+    expect(all.every((d) => d.score >= 0 && d.score <= 10 && d.reason.length > 0)).toBe(true)
+    const soup = all.find((d) => d.url === off.url)!
+    const news = all.find((d) => d.url === NEWS.url)!
+    expect(news.score).toBeGreaterThan(soup.score)
+    expect(c.progressLog.at(-1)!.message).toBe("3/3 scored")
+    const kept = (await run(relevanceFilterOp(clientOf(fx.url)), { query: "Acme Robotics Berlin factory", min_score: news.score }, [NEWS, off, BLOG])) as Array<{ url: string }>
+    expect(kept.map((d) => d.url)).not.toContain(off.url)
+    expect(kept.map((d) => d.url)).toContain(NEWS.url)
   })
 })
