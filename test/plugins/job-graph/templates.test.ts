@@ -216,3 +216,61 @@ describe("the ten built-in templates", () => {
     expect(r.outputs.synthesis).toMatch(/Acme/)
   }, 120_000)
 })
+
+describe("graphs of the real operations", () => {
+  it("parallel_foreach over 50 URLs with 3 failing returns 47 pages in input order and 3 errors", async () => {
+    const urls = Array.from({ length: 50 }, (_, i) => ([7, 21, 44].includes(i) ? `${web.url}/fail/${i}` : `${web.url}/gen/${i + 1}`))
+    const r = await api.submit("graph", {
+      graph: `name: fifty
+inputs:
+  - { name: urls, type: "url[]", required: true }
+stages:
+  - name: each
+    parallel_foreach:
+      input: urls
+      as: url
+      operations:
+        - { op: fetch, params: { url: "{{ url }}" }, output: page }
+        - { op: to_text, input: page, output: doc }
+      output: docs
+outputs: [docs, docs_errors]
+`,
+      params: { urls }
+    })
+    const j = await api.waitFor(r.body.job_id, undefined, 60_000)
+    expect(j.status, j.error).toBe("COMPLETED")
+    const out = (j.result as any).outputs
+    expect(out.docs).toHaveLength(47)
+    expect(out.docs.map((d: { url: string }) => d.url)).toEqual(urls.filter((u) => !u.includes("/fail/")))
+    expect(out.docs[0].text).toContain("gen-marker-1")
+    expect(out.docs_errors.map((e: { index: number; kind: string }) => [e.index, e.kind])).toEqual([[7, "NETWORK_ERROR"], [21, "NETWORK_ERROR"], [44, "NETWORK_ERROR"]])
+    expect(out.docs_errors[0].error).toMatch(/500/)
+  }, 60_000)
+
+  it("DELETE of a running graph stops its fetches within a second (the server sees every client leave)", async () => {
+    const slow = Array.from({ length: 5 }, (_, i) => `${web.url}/slow?ms=30000&n=${i}`)
+    const before = { ...web.stats }
+    const r = await api.submit("graph", {
+      graph: `name: slow
+inputs:
+  - { name: urls, type: "url[]", required: true }
+stages:
+  - name: acquire
+    sequential:
+      - { op: fetch_batch, input: urls, output: pages }
+outputs: [pages]
+`,
+      params: { urls: slow }
+    })
+    await api.waitFor(r.body.job_id, (j) => j.status === "PROCESSING", 30_000)
+    const deadline = Date.now() + 10_000
+    while (web.stats.slowStarted - before.slowStarted < 5 && Date.now() < deadline) await new Promise((res) => setTimeout(res, 50))
+    expect(web.stats.slowStarted - before.slowStarted).toBe(5)
+    const t0 = Date.now()
+    expect((await api.cancel(r.body.job_id)).status).toBe(200)
+    while (web.stats.slowClosedEarly - before.slowClosedEarly < 5 && Date.now() - t0 < 2000) await new Promise((res) => setTimeout(res, 20))
+    expect(Date.now() - t0).toBeLessThan(1000)
+    expect(web.stats.slowClosedEarly - before.slowClosedEarly).toBe(5)
+    expect((await api.get(r.body.job_id)).status).toBe("CANCELLED")
+  }, 60_000)
+})
