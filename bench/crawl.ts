@@ -9,7 +9,8 @@ import { spawn } from "node:child_process"
 import * as path from "node:path"
 import { createInterface } from "node:readline"
 import { ROOT, startPlatform } from "../core/Kernel.ts"
-import { freePort, jobsClient, tempDir } from "../test/plugins/jobs/support.ts"
+import { researchYaml } from "../test/support/research.ts"
+import { jobsClient, tempDir } from "../test/plugins/jobs/support.ts"
 
 export const benchCrawl = async (): Promise<Record<string, number>> => {
   const child = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "bench/fixtures/crawl-web.ts")], { cwd: ROOT, stdio: ["pipe", "pipe", "inherit"] })
@@ -20,23 +21,17 @@ export const benchCrawl = async (): Promise<Record<string, number>> => {
   const token = "bench-token-1234567"
   const platform = await startPlatform({
     cwd: ROOT,
-    yaml: `data_dir: ${tempDir("bench-crawl-")}
-log: { level: error }
-listeners:
-  - { name: gateway, host: 127.0.0.1, port: ${await freePort()} }
-  - { name: jobs, host: 127.0.0.1, port: 0 }
-plugins:
-  gateway:
-    token: ${token}
-    engines:
-      - { id: model-linear, kind: upstream, default: true, url: "${urls.model}", api_key: bench-upstream }
-  jobs: { backend: embedded, files: { backend: local } }
-  llm: { api_key: ${token}, timeout_s: 120 }
-  web: { searxng_url: "${urls.search}", per_host_per_minute: 1000000, per_host_burst: 1000 }
+    yaml: await researchYaml({
+      dataDir: tempDir("bench-crawl-"),
+      modelUrl: urls.model,
+      upstreamKey: "bench-upstream",
+      token,
+      plugins: `  web: { searxng_url: "${urls.search}", per_host_per_minute: 1000000, per_host_burst: 1000 }
   text: {}
   job-vectl: {}
   job-crawl: { per_host_concurrency: 8 }
 `
+    })
   })
   try {
     const api = jobsClient(platform.url("jobs"))

@@ -11,7 +11,8 @@ import { type ModelServer, startModelServer } from "../../fixtures/model-server.
 import type { Fixture } from "../../fixtures/pages-server.ts"
 import { searxngServer } from "../../fixtures/searxng-server.ts"
 import { type WebFixture, webServer } from "../../fixtures/web-server.ts"
-import { freePort, jobsClient, tempDir } from "../jobs/support.ts"
+import { researchYaml } from "../../support/research.ts"
+import { jobsClient, tempDir } from "../jobs/support.ts"
 
 process.env.PLATFORM_LOG_LEVEL ??= "error"
 const TOKEN = "crawl-token-1234"
@@ -27,25 +28,17 @@ beforeAll(async () => {
   model = await startModelServer({ token: "upstream-key" })
   platform = await startPlatform({
     cwd: ROOT,
-    yaml: `data_dir: ${tempDir("crawl-")}
-log: { level: error }
-listeners:
-  - { name: gateway, host: 127.0.0.1, port: ${await freePort()} }
-  - { name: jobs, host: 127.0.0.1, port: 0 }
-plugins:
-  gateway:
-    token: ${TOKEN}
-    engines:
-      - { id: model-linear, kind: upstream, default: true, url: "${model.url}", api_key: upstream-key }
-  jobs:
-    backend: embedded
-    files: { backend: local }
-  llm: { api_key: ${TOKEN}, timeout_s: 60 }
-  web: { searxng_url: "${searx.url}", per_host_per_minute: 60000, per_host_burst: 200 }
+    yaml: await researchYaml({
+      dataDir: tempDir("crawl-"),
+      modelUrl: model.url,
+      upstreamKey: "upstream-key",
+      token: TOKEN,
+      plugins: `  web: { searxng_url: "${searx.url}", per_host_per_minute: 60000, per_host_burst: 200 }
   text: {}
   job-vectl: {}
   job-crawl: { per_host_concurrency: 4 }
 `
+    })
   })
   api = jobsClient(platform.url("jobs"))
 }, 60_000)

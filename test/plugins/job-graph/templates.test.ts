@@ -15,7 +15,8 @@ import { searxngServer } from "../../fixtures/searxng-server.ts"
 import { type Socks5Fixture, socks5Server } from "../../fixtures/socks5-server.ts"
 import { ONION_HOST, type WebFixture, webServer } from "../../fixtures/web-server.ts"
 import { transcriptConfigFor, type YouTubeFixture, youtubeServer } from "../../fixtures/youtube-server.ts"
-import { freePort, jobsClient, tempDir } from "../jobs/support.ts"
+import { researchYaml } from "../../support/research.ts"
+import { jobsClient, tempDir } from "../jobs/support.ts"
 
 process.env.PLATFORM_LOG_LEVEL ??= "error"
 const TOKEN = "templates-token-123"
@@ -41,23 +42,12 @@ beforeAll(async () => {
   const fast = { per_host_per_minute: 60000, per_host_burst: 200 }
   platform = await startPlatform({
     cwd: ROOT,
-    yaml: `data_dir: ${tempDir("templates-")}
-log: { level: error }
-listeners:
-  - { name: gateway, host: 127.0.0.1, port: ${await freePort()} }
-  - { name: jobs, host: 127.0.0.1, port: 0 }
-plugins:
-  gateway:
-    token: ${TOKEN}
-    engines:
-      - { id: model-linear, kind: upstream, default: true, url: "${model.url}", api_key: upstream-key }
-  jobs:
-    backend: embedded
-    files: { backend: local }
-  job-graph: {}
-  llm:
-    api_key: ${TOKEN}
-    timeout_s: 60
+    yaml: await researchYaml({
+      dataDir: tempDir("templates-"),
+      modelUrl: model.url,
+      upstreamKey: "upstream-key",
+      token: TOKEN,
+      plugins: `  job-graph: {}
   web:
     searxng_url: ${searx.url}
     tor_socks_url: ${socks.url}
@@ -71,6 +61,7 @@ ${block(transcriptConfigFor(youtube.url))}
   job-browser:
     tor_proxy_url: ${socks.url.replace(/^socks5h:/, "socks5:")}
 `
+    })
   })
   api = jobsClient(platform.url("jobs"))
 }, 120_000)
