@@ -15,12 +15,15 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import * as nodePath from "node:path"
 import * as YAML from "yaml"
+import { issuesOf } from "./Issues.ts"
+import { defaultLimits, ListenerLimits } from "./Limits.ts"
 
 /** One HTTP listener. `port: 0` asks the OS for a free port (tests). */
 export const Listener = Schema.Struct({
   name: Schema.String.pipe(Schema.pattern(/^[a-z][a-z0-9-]*$/)).annotations({ description: "listener name, referenced by plugins" }),
   host: Schema.optionalWith(Schema.String, { default: () => "127.0.0.1" }).annotations({ description: "bind address" }),
-  port: Schema.Int.pipe(Schema.between(0, 65535)).annotations({ description: "TCP port; 0 picks a free one" })
+  port: Schema.Int.pipe(Schema.between(0, 65535)).annotations({ description: "TCP port; 0 picks a free one" }),
+  limits: Schema.optionalWith(ListenerLimits, { default: () => defaultLimits }).annotations({ description: "request limits (body bytes, JSON depth, head size, request timeout, requests in flight), per route overridable" })
 }).annotations({ identifier: "Listener", description: "An HTTP listener the platform opens" })
 export type Listener = Schema.Schema.Type<typeof Listener>
 
@@ -165,19 +168,9 @@ export const issuesToErrors = (
   prefix: ReadonlyArray<PropertyKey> = [],
   plugin?: string
 ): ReadonlyArray<ConfigError> => {
-  // A union of literals yields one issue per member at the same path: merge them into
-  // `expected "a" | "b", actual "c"`.
-  const groups = new Map<string, Array<ParseResult.ArrayFormatterIssue>>()
-  for (const issue of ParseResult.ArrayFormatter.formatErrorSync(error)) {
-    const key = JSON.stringify(issue.path)
-    groups.set(key, [...(groups.get(key) ?? []), issue])
-  }
-  return [...groups.values()].map((issues) => {
-    const first = issues[0]!
-    const parts = issues.map((i) => /^Expected (.*), actual (.*)$/s.exec(i.message))
-    const message = issues.length > 1 && parts.every((m) => m && m[2] === parts[0]![2])
-      ? `expected ${parts.map((m) => m![1]).join(" | ")}, actual ${parts[0]![2]}`
-      : issues.map((i) => i.message.charAt(0).toLowerCase() + i.message.slice(1)).join("; ")
+  // One issue per path (a union's members merged: `expected "a" | "b", actual "c"`).
+  return issuesOf(error).map((first) => {
+    const message = first.message.split("; ").map((m) => m.charAt(0).toLowerCase() + m.slice(1)).join("; ")
     const full = [...prefix, ...first.path]
     const pos = loaded.locate(full, first._tag === "Unexpected")
     return ConfigError.at(loaded.file, pos?.line, pos?.column, formatPath(full), message, plugin)

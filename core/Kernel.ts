@@ -344,8 +344,8 @@ export const serve = (kernel: Kernel): Effect.Effect<ReadonlyMap<string, Listene
   Effect.gen(function* () {
     const { config } = kernel.loaded
     for (const l of config.listeners) {
-      const app = makeApp(l.name, kernel.routes.get(l.name) ?? [], { title: "platform", version: VERSION })
-      const info = yield* serveListener(l.name, l.host, l.port, app, config.shutdown_grace_ms, kernel.routes.get(l.name) ?? []).pipe(
+      const app = makeApp(l.name, kernel.routes.get(l.name) ?? [], { title: "platform", version: VERSION }, l.limits)
+      const info = yield* serveListener(l.name, l.host, l.port, app, config.shutdown_grace_ms, kernel.routes.get(l.name) ?? [], l.limits).pipe(
         Effect.mapError((e) => BootError.of(`listener ${l.name} (${l.host}:${l.port}) could not start: ${String((e as { cause?: unknown }).cause ?? e)}`))
       )
       kernel.listeners.set(l.name, info)

@@ -12,6 +12,7 @@ import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/
 import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js"
 import { Effect, Either, JSONSchema, ParseResult, Schema } from "effect"
 import type { McpTool } from "./Contribution.ts"
+import { issuesOf } from "./Issues.ts"
 import * as Route from "./Route.ts"
 
 /** Path of the MCP endpoint on every listener that has tools. */
@@ -39,7 +40,7 @@ const makeServer = (tools: ReadonlyArray<McpTool>, info: { name: string; version
     if (!tool) return { content: [{ type: "text", text: `unknown tool "${request.params.name}"; tools: ${[...byName.keys()].join(", ")}` }], isError: true }
     const decoded = Schema.decodeUnknownEither(tool.input)(request.params.arguments ?? {}, { errors: "all" })
     if (Either.isLeft(decoded)) {
-      const issues = ParseResult.ArrayFormatter.formatErrorSync(decoded.left).map((i) => `${i.path.join(".") || "(arguments)"}: ${i.message}`)
+      const issues = issuesOf(decoded.left).map((i) => `${i.path.join(".") || "(arguments)"}: ${i.message}`)
       return { content: [{ type: "text", text: `invalid arguments for ${tool.name}: ${issues.join("; ")}` }], isError: true }
     }
     const result = await Effect.runPromise(tool.handler(decoded.right).pipe(

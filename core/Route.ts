@@ -19,6 +19,7 @@
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import type { Effect } from "effect"
 import { Schema } from "effect"
+import type { RouteLimits } from "./Limits.ts"
 
 /** HTTP methods a route may declare. */
 export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE" | "HEAD" | "OPTIONS"
@@ -118,6 +119,8 @@ export interface RouteSpec<B, Q, P> {
   readonly fast?: (req: FastRequest) => FastReply | undefined | Promise<FastReply | undefined>
   /** Largest body `fast` buffers, in bytes (default 1 MiB); larger requests skip `fast`. */
   readonly fastMaxBody?: number
+  /** The route's own request limits (see `Limits`); platform.yaml's `limits.routes` overrides them. */
+  readonly limits?: RouteLimits
 }
 
 /** A handler's answer with its status (and headers): `body` is encoded by `responses[status].schema`. */

@@ -12,12 +12,14 @@ import { HttpApiSchema, HttpMiddleware, HttpRouter, HttpServerRequest, HttpServe
 import { NodeHttpServer } from "@effect/platform-node"
 import { Cause, Effect, Either, FiberRef, FiberRefs, LogLevel, ParseResult, Runtime, Schema, SchemaAST } from "effect"
 import * as http from "node:http"
-import { PassThrough, Readable } from "node:stream"
+import { Readable } from "node:stream"
 import { makeOpenApi } from "./OpenApi.ts"
 import type { ListenerInfo } from "./Plugin.ts"
 import type { FastReply, FastRequest, InvalidLocation, Reply, Route, ValidationIssue } from "./Route.ts"
 import { defaultInvalid, isReply } from "./Route.ts"
 import { HttpError } from "./HttpError.ts"
+import { issuesOf as schemaIssues } from "./Issues.ts"
+import { defaultLimits, jsonDeeperThan, limitBody, type ListenerLimits, limitsFor } from "./Limits.ts"
 
 /** A route as mounted: with the plugin that contributed it. */
 export interface MountedRoute {
@@ -26,7 +28,7 @@ export interface MountedRoute {
 }
 
 const issuesOf = (location: InvalidLocation, error: ParseResult.ParseError): ReadonlyArray<ValidationIssue> =>
-  ParseResult.ArrayFormatter.formatErrorSync(error).map((i) => ({
+  schemaIssues(error).map((i) => ({
     loc: [location, ...i.path.map((p) => (typeof p === "number" ? p : String(p)))],
     msg: i.message,
     type: i._tag === "Missing" ? "missing" : i._tag === "Unexpected" ? "extra_forbidden" : i._tag === "Type" ? "type_error" : "value_error"
@@ -102,7 +104,8 @@ const failureResponse = (route: Route, encoders: ReturnType<typeof responseEncod
     : renderError(error)
 
 /** Compiles one route into a router handler: decode, call, render. */
-const routeHandler = (route: Route) => {
+const routeHandler = (route: Route, limits: ListenerLimits) => {
+  const { jsonDepth } = limitsFor(limits, route.method, route.path, route.limits)
   const onInvalid = route.onInvalid ?? defaultInvalid
   const decodeBody = route.body ? Schema.decodeUnknownEither(route.body) : undefined
   const decodeQuery = route.query ? Schema.decodeUnknownEither(route.query) : undefined
@@ -128,6 +131,9 @@ const routeHandler = (route: Route) => {
     if (decodeBody) {
       const text = yield* Effect.either(request.text)
       if (Either.isLeft(text)) return invalid("json", "request body could not be read", [])
+      if (jsonDeeperThan(text.right, jsonDepth)) {
+        return HttpServerResponse.unsafeJson(JSON.parse(limitBody(`request body nests deeper than ${jsonDepth} levels`, "json_depth", jsonDepth)), { status: 400 })
+      }
       let json: unknown
       try {
         json = JSON.parse(text.right)
@@ -162,14 +168,14 @@ const methodsByPath = (routes: ReadonlyArray<{ readonly method: string; readonly
 }
 
 /** Builds the `HttpApp` of one listener from its mounted routes (plus `/openapi.json`). */
-export const makeApp = (listener: string, routes: ReadonlyArray<MountedRoute>, info: { title: string; version: string }) => {
+export const makeApp = (listener: string, routes: ReadonlyArray<MountedRoute>, info: { title: string; version: string }, limits: ListenerLimits = defaultLimits) => {
   const openapi = makeOpenApi(listener, routes, info)
   let router = HttpRouter.empty.pipe(
     HttpRouter.get("/openapi.json", Effect.succeed(HttpServerResponse.unsafeJson(openapi)))
   )
   // Raw routes never reach the Effect app: the listener's dispatcher answers them.
   for (const { route } of routes) {
-    if (route.handler) router = HttpRouter.route(route.method)(route.path as HttpRouter.PathInput, routeHandler(route))(router)
+    if (route.handler) router = HttpRouter.route(route.method)(route.path as HttpRouter.PathInput, routeHandler(route, limits))(router)
   }
   const allowedMethods = methodsByPath([{ method: "GET", path: "/openapi.json" }, ...routes.map(({ route }) => route)])
   return router.pipe(
@@ -230,16 +236,22 @@ const encodeReply = (entry: FastEntry, reply: Reply, onFailure: (error: unknown)
   return { status: reply.status, headers: { "content-type": "application/json", ...reply.headers }, body: JSON.stringify(body) }
 }
 
-/** Matches `/a/:b/c` style paths (no wildcards: fast routes are exact shapes). */
+/** Matches `/a/:b/c` style paths, `*` as the last segment matching the rest. */
 const matchSegments = (segments: ReadonlyArray<string>, path: string): Record<string, string> | undefined => {
   const parts = path.split("/")
-  if (parts.length !== segments.length) return undefined
+  const rest = segments[segments.length - 1] === "*"
+  if (rest ? parts.length < segments.length : parts.length !== segments.length) return undefined
   const params: Record<string, string> = {}
-  for (let i = 0; i < parts.length; i++) {
+  for (let i = 0; i < segments.length; i++) {
     const seg = segments[i]!
+    if (seg === "*" && i === segments.length - 1) break
     if (seg.startsWith(":")) {
       if (parts[i] === "") return undefined
-      params[seg.slice(1)] = decodeURIComponent(parts[i]!)
+      try {
+        params[seg.slice(1)] = decodeURIComponent(parts[i]!)
+      } catch {
+        return undefined // a malformed %-escape names no resource
+      }
     } else if (seg !== parts[i]) return undefined
   }
   return params
@@ -257,78 +269,103 @@ const withRequestOf = (req: http.IncomingMessage, body: Readable): http.Incoming
     connection: req.socket
   }) as unknown as http.IncomingMessage
 
+/** Sends a limit refusal (`{error, limit, max}`); `close` ends the connection (an unread body follows). */
+const refuse = (res: http.ServerResponse, status: number, error: string, limit: string, max: number, close: boolean, headers: Record<string, string> = {}) => {
+  if (res.headersSent) return
+  const body = limitBody(error, limit, max)
+  res.writeHead(status, { "content-type": "application/json", "content-length": String(Buffer.byteLength(body)), ...(close ? { connection: "close" } : {}), ...headers })
+  res.end(body)
+}
+
+interface RouteEntry extends FastEntry {
+  readonly bodyBytes: number
+  readonly jsonDepth: number
+}
+
 /**
- * The raw Node request handler of a listener: requests to a route with a `fast` pre-handler
- * have their body buffered and offered to it; everything else (and every request `fast`
- * declines, with its body replayed) goes to the Effect app.
+ * The raw Node request handler of a listener. Every request passes the listener's limits first
+ * (requests in flight, body bytes by Content-Length, or counted while buffering a chunked body);
+ * requests to a route with a `fast` pre-handler or a `raw` implementation have their body
+ * buffered and offered to it; everything else (and every request `fast` declines, with its body
+ * replayed) goes to the Effect app.
  */
 const dispatcher = (
   routes: ReadonlyArray<MountedRoute>,
+  limits: ListenerLimits,
   effectHandler: (req: http.IncomingMessage, res: http.ServerResponse) => void,
   logFast: (method: string, path: string, status: number, ms: number) => void,
   onFastFailure: (error: unknown) => void
 ) => {
-  const fast = new Map<string, Array<FastEntry>>()
+  const byMethod = new Map<string, Array<RouteEntry>>()
   for (const { route } of routes) {
-    if (!route.fast && !route.raw) continue
-    const list = fast.get(route.method) ?? []
-    list.push({ route, segments: route.path.split("/"), encoders: responseEncoders(route) })
-    fast.set(route.method, list)
+    const list = byMethod.get(route.method) ?? []
+    list.push({ route, segments: route.path.split("/"), encoders: responseEncoders(route), ...limitsFor(limits, route.method, route.path, route.limits) })
+    byMethod.set(route.method, list)
   }
-  if (fast.size === 0) return effectHandler
+  const fallback = limitsFor(limits, "", "")
+  let inFlight = 0
   return (req: http.IncomingMessage, res: http.ServerResponse) => {
-    const candidates = fast.get(req.method ?? "")
-    if (!candidates) return effectHandler(req, res)
+    if (inFlight >= limits.max_connections) {
+      return refuse(res, 503, `more than ${limits.max_connections} requests in flight on this listener`, "max_connections", limits.max_connections, true, { "retry-after": "1" })
+    }
+    inFlight++
+    res.once("close", () => inFlight--)
     const url = req.url ?? "/"
     const q = url.indexOf("?")
     const path = q < 0 ? url : url.slice(0, q)
-    let entry: FastEntry | undefined
+    let entry: RouteEntry | undefined
     let params: Record<string, string> | undefined
-    for (const c of candidates) {
+    for (const c of byMethod.get(req.method ?? "") ?? []) {
       params = matchSegments(c.segments, path)
       if (params) {
         entry = c
         break
       }
     }
-    const declared = Number(req.headers["content-length"] ?? 0)
-    // A raw route is answered here whatever its size; a fast pre-handler only sees small bodies.
-    const limit = entry?.route.raw ? Infinity : entry?.route.fastMaxBody ?? 1024 * 1024
-    if (!entry || declared > limit) return effectHandler(req, res)
+    const { bodyBytes, jsonDepth } = entry ?? fallback
+    const length = req.headers["content-length"]
+    const declared = length === undefined ? undefined : Number(length)
+    const tooLarge = () => refuse(res, 413, `request body exceeds ${bodyBytes} bytes`, "body_bytes", bodyBytes, true)
+    if (declared !== undefined && declared > bodyBytes) return tooLarge()
+    const offered = entry && (entry.route.fast || entry.route.raw) ? entry : undefined
+    // A raw route is answered here whatever its size (within body_bytes); a fast pre-handler only sees small bodies.
+    const fastLimit = offered?.route.raw ? Infinity : offered?.route.fastMaxBody ?? 1024 * 1024
+    // A chunked body has no length to check up front: it is buffered, counted, and replayed.
+    const chunked = declared === undefined && req.headers["transfer-encoding"] !== undefined
+    if (!chunked && (!offered || (declared ?? 0) > fastLimit)) return effectHandler(req, res)
     const start = performance.now()
     const chunks: Array<Buffer> = []
     let size = 0
-    let replayed = false
-    const replay = () => {
-      if (replayed) return
-      replayed = true
-      req.removeListener("data", onData)
-      req.removeListener("end", onEnd)
-      // Hand the request to Effect with the bytes read so far followed by the rest of the stream.
-      const rest = new PassThrough()
-      for (const c of chunks) rest.write(c)
-      req.pipe(rest)
-      effectHandler(withRequestOf(req, rest), res)
-    }
+    let refused = false
     const onData = (c: Buffer) => {
       size += c.length
+      if (size > bodyBytes) {
+        refused = true
+        req.removeListener("data", onData)
+        req.removeListener("end", onEnd)
+        chunks.length = 0
+        tooLarge()
+        req.resume() // drained, not kept, until the connection closes
+        return
+      }
       chunks.push(c)
-      if (size > limit) replay()
     }
     const onEnd = () => {
-      if (replayed) return
+      if (refused) return
       const raw = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)
+      const replay = () => effectHandler(withRequestOf(req, Readable.from(raw.length ? [raw] : [])), res)
+      if (!offered || raw.length > fastLimit) return replay()
       let json: unknown
       if (raw.length > 0) {
+        const text = raw.toString("utf8")
+        if (jsonDeeperThan(text, jsonDepth)) {
+          return refuse(res, 400, `request body nests deeper than ${jsonDepth} levels`, "json_depth", jsonDepth, false)
+        }
         try {
-          json = JSON.parse(raw.toString("utf8"))
+          json = JSON.parse(text)
         } catch {
           json = undefined
         }
-      }
-      const declined = () => {
-        replayed = true
-        effectHandler(withRequestOf(req, Readable.from(raw.length ? [raw] : [])), res)
       }
       const send = (reply: FastReply) => {
         // With a length the answer goes out in one write (writeHead without one means chunked).
@@ -338,7 +375,7 @@ const dispatcher = (
         logFast(req.method!, path, reply.status, Math.round((performance.now() - start) * 100) / 100)
       }
       const request: FastRequest = { method: req.method!, path, headers: req.headers, params: params!, json, rawBody: raw, remoteAddress: req.socket.remoteAddress }
-      const route = entry!.route
+      const route = offered.route
       if (route.raw) {
         const failed = (error: unknown) => {
           onFastFailure(error)
@@ -350,20 +387,20 @@ const dispatcher = (
         } catch (error) {
           return failed(error)
         }
-        if (!(answer instanceof Promise)) return send(encodeReply(entry!, answer, onFastFailure))
-        answer.then((r) => send(encodeReply(entry!, r, onFastFailure)), failed)
+        if (!(answer instanceof Promise)) return send(encodeReply(offered, answer, onFastFailure))
+        answer.then((r) => send(encodeReply(offered, r, onFastFailure)), failed)
         return
       }
       let outcome: ReturnType<NonNullable<Route["fast"]>>
       try {
         outcome = route.fast!(request)
       } catch {
-        return declined()
+        return replay()
       }
-      if (outcome === undefined) return declined()
+      if (outcome === undefined) return replay()
       if (!(outcome instanceof Promise)) return send(outcome)
       outcome.then(
-        (reply) => (reply ? send(reply) : declined()),
+        (reply) => (reply ? send(reply) : replay()),
         (error) => {
           onFastFailure(error)
           send(INTERNAL_ERROR)
@@ -376,6 +413,27 @@ const dispatcher = (
 }
 
 /**
+ * Node's own refusals (a request head over `header_bytes`, a request not arrived within
+ * `request_timeout_s`, unparsable HTTP) as JSON bodies naming the limit; the socket is closed.
+ */
+const onClientError = (limits: ListenerLimits) => (error: Error & { code?: string }, socket: import("node:stream").Duplex) => {
+  const send = (status: number, reason: string, body: string) => {
+    if (socket.writable && !(socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent) {
+      socket.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`)
+    }
+    socket.destroy()
+  }
+  if (error.code === "HPE_HEADER_OVERFLOW") {
+    return send(431, "Request Header Fields Too Large", limitBody(`request head exceeds ${limits.header_bytes} bytes`, "header_bytes", limits.header_bytes))
+  }
+  if (error.code === "ERR_HTTP_REQUEST_TIMEOUT") {
+    return send(408, "Request Timeout", limitBody(`request did not arrive within ${limits.request_timeout_s} s`, "request_timeout_s", limits.request_timeout_s))
+  }
+  if (error.code === "ECONNRESET" || !socket.writable) return socket.destroy()
+  send(400, "Bad Request", JSON.stringify({ error: `malformed HTTP request (${error.code ?? error.message})` }))
+}
+
+/**
  * Serves `app` on `host:port` within the current scope. Returns the bound address
  * (`port: 0` resolves to the real port). Fails with `ServeError` when the port is taken.
  */
@@ -385,10 +443,19 @@ export const serveListener = (
   port: number,
   app: Effect.Effect<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest | any>,
   graceMs: number,
-  routes: ReadonlyArray<MountedRoute> = []
+  routes: ReadonlyArray<MountedRoute> = [],
+  limits: ListenerLimits = defaultLimits
 ) =>
   Effect.gen(function* () {
-    const server = http.createServer()
+    const requestTimeout = Math.round(limits.request_timeout_s * 1000)
+    const server = http.createServer({
+      maxHeaderSize: limits.header_bytes,
+      requestTimeout,
+      headersTimeout: Math.min(60_000, requestTimeout),
+      // Node checks the timeouts on this interval (30 s by default): 408s would come late.
+      connectionsCheckingInterval: Math.min(1000, requestTimeout)
+    })
+    server.on("clientError", onClientError(limits))
     const httpServer = yield* NodeHttpServer.make(() => server, { port, host })
     // Runs before make's own finalizer (LIFO): bound the wait for in-flight requests.
     yield* Effect.addFinalizer(() =>
@@ -418,7 +485,7 @@ export const serveListener = (
       }
     }
     const onFastFailure = (error: unknown) => Runtime.runSync(runtime)(Effect.logError("raw route or fast pre-handler failed", error))
-    const handler = dispatcher(routes, effectHandler as (req: http.IncomingMessage, res: http.ServerResponse) => void, logFast, onFastFailure)
+    const handler = dispatcher(routes, limits, effectHandler as (req: http.IncomingMessage, res: http.ServerResponse) => void, logFast, onFastFailure)
     server.on("request", handler)
     yield* Effect.addFinalizer(() => Effect.sync(() => server.off("request", handler)))
     const address = httpServer.address

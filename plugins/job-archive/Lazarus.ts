@@ -24,6 +24,12 @@ export const IsoDate = Schema.String.pipe(
 
 const Target = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(2048), Schema.pattern(/^\S+$/))
 
+/** A DNS host name (RFC 1123 labels, 253 characters at most), lower-case. */
+const HOST_NAME = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/
+
+/** `domain` as written, reduced to its host (a scheme and a path are forgiven). */
+const bareHost = (domain: string): string => domain.replace(/^https?:\/\//i, "").replace(/\/.*$/, "").toLowerCase()
+
 /** The lazarus payload. `match_type` and `geo` extend the spec (documented in the README). */
 export const LazarusPayload = Schema.Struct({
   domain: Schema.optionalWith(Schema.NullOr(Target), { default: () => null }).annotations({
@@ -47,7 +53,16 @@ export const LazarusPayload = Schema.Struct({
     description: "geographic routing filter; any non-null value fails until geo routing is configured"
   })
 }).pipe(
-  Schema.filter((p) => (p.domain || p.url ? undefined : "one of `domain` / `url` is required")),
+  // The spec's "one of `domain` / `url`": exactly one, each checked here so a bad one is a 422 at submit.
+  Schema.filter((p) =>
+    p.domain && p.url
+      ? "give one of `domain` / `url`, not both"
+      : !p.domain && !p.url
+      ? "one of `domain` / `url` is required"
+      : p.domain && !HOST_NAME.test(bareHost(p.domain))
+      ? { path: ["domain"], message: `"${p.domain}" is not a host name` }
+      : undefined
+  ),
   Schema.filter((p) => (p.from_date && p.to_date && p.from_date > p.to_date ? "`from_date` is after `to_date`" : undefined))
 ).annotations({ identifier: "LazarusPayload" })
 export type LazarusPayload = typeof LazarusPayload.Type
@@ -84,8 +99,8 @@ export interface ManifestEntry {
  */
 export const cdxTarget = (p: { domain: string | null; url: string | null; match_type: MatchType | null }): { target: string; matchType: MatchType } => {
   if (p.domain) {
-    const host = p.domain.replace(/^https?:\/\//i, "").replace(/\/.*$/, "").toLowerCase()
-    if (!/^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/.test(host)) {
+    const host = bareHost(p.domain)
+    if (!HOST_NAME.test(host)) {
       throw invalid(`domain "${p.domain}" is not a host name`)
     }
     return { target: host, matchType: p.match_type ?? "domain" }

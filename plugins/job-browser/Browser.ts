@@ -91,7 +91,7 @@ export const browserJob = (pool: BrowserPool, geo: GeoResolver, s: BrowserJobSet
           for (const [i, a] of p.actions.entries()) {
             step = `actions[${i}] (${a.type})`
             page.setDefaultTimeout(left())
-            await runAction(page, a, i, { nav, extracted, shots, signal, files: ctx.files, left })
+            await runAction(page, a, i, { nav, extracted, shots, signal, files: ctx.files, left, elementTimeoutMs: s.elementTimeoutMs })
             await ctx.progress(Math.round((100 * (i + 1)) / Math.max(1, p.actions.length)), `${step} done`)
           }
           return { success: true, actions_executed: p.actions.length, extracted_data: extracted, final_url: page.url(), screenshots: shots }
@@ -116,6 +116,26 @@ interface ActionEnv {
   readonly signal: AbortSignal
   readonly files: Parameters<JobType["handler"]>[1]["files"]
   readonly left: () => number
+  /** `element_timeout_ms`: the wait of an element action (within what is left of the script). */
+  readonly elementTimeoutMs: number
+}
+
+/**
+ * Runs an element action with the element wait as its timeout: an element that never fits
+ * (missing, hidden, disabled) is the script not matching the page, deterministic, so the job
+ * fails REMOTE_ERROR without retries instead of TIMEOUT (which is retried).
+ */
+const onElement = async <A>(selector: string, env: ActionEnv, act: (timeout: number) => Promise<A>): Promise<A> => {
+  const timeout = Math.min(env.left(), env.elementTimeoutMs)
+  try {
+    return await act(timeout)
+  } catch (e) {
+    // Cut short by the script's own deadline, it is the script's TIMEOUT, not the element's.
+    if ((e as Error)?.name === "TimeoutError" && timeout >= env.elementTimeoutMs && !env.signal.aborted) {
+      throw new JobFailure("REMOTE_ERROR", `no element fits "${selector}" within ${timeout} ms`, false)
+    }
+    throw e
+  }
 }
 
 const runAction = async (page: Page, a: Action, i: number, env: ActionEnv): Promise<void> => {
@@ -127,14 +147,14 @@ const runAction = async (page: Page, a: Action, i: number, env: ActionEnv): Prom
       return
     }
     case "click":
-      await page.click(a.selector)
+      await onElement(a.selector, env, (timeout) => page.click(a.selector, { timeout }))
       return
     case "fill":
-      await page.fill(a.selector, a.value)
+      await onElement(a.selector, env, (timeout) => page.fill(a.selector, a.value, { timeout }))
       return
     case "select": {
       // A string matches an option's value or its label (Playwright waits for it to exist).
-      const chosen = await page.selectOption(a.selector, a.value)
+      const chosen = await onElement(a.selector, env, (timeout) => page.selectOption(a.selector, a.value, { timeout }))
       if (chosen.length === 0) throw new JobFailure("REMOTE_ERROR", `no option "${a.value}" in ${a.selector}`, false)
       return
     }
@@ -145,7 +165,7 @@ const runAction = async (page: Page, a: Action, i: number, env: ActionEnv): Prom
       await page.waitForSelector(a.selector, { state: "visible" })
       return
     case "extract_text":
-      env.extracted[a.selector] = (await page.locator(a.selector).first().innerText()).trim()
+      env.extracted[a.selector] = (await onElement(a.selector, env, (timeout) => page.locator(a.selector).first().innerText({ timeout }))).trim()
       return
     case "screenshot": {
       const image = await page.screenshot({ fullPage: a.full_page, type: "png" })

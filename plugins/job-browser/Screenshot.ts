@@ -29,6 +29,8 @@ export const HttpUrl = Schema.String.pipe(
 /** Settings of the browser jobs (from the plugin config). */
 export interface BrowserJobSettings {
   readonly navigationTimeoutMs: number
+  /** Wait of an element action for its element (a selector that fits nothing fails after it). */
+  readonly elementTimeoutMs: number
   readonly max429Retries: number
   readonly backoffBaseMs: number
   readonly backoffMaxMs: number

@@ -22,6 +22,7 @@ export const BrowserConfig = Schema.Struct({
   chromium_args: opt(Schema.Array(Schema.String), [...DEFAULT_ARGS], "Chromium command-line flags"),
   launch_timeout_ms: opt(Schema.Int.pipe(Schema.between(1_000, 300_000)), 30_000, "deadline of the Chromium launch, ms"),
   navigation_timeout_ms: opt(Schema.Int.pipe(Schema.between(100, 600_000)), 30_000, "deadline of one page load or capture in a screenshot job, ms"),
+  element_timeout_ms: opt(Schema.Int.pipe(Schema.between(100, 600_000)), 10_000, "how long a browser action (click, fill, select, extract_text) waits for its element; past it the action fails, not retried"),
   max_urls: opt(Schema.Int.pipe(Schema.between(1, 100)), 50, "most URLs per screenshot job"),
   jpeg_quality: opt(Schema.Int.pipe(Schema.between(1, 100)), 80, "JPEG quality of `format: jpeg` screenshots (1..100)"),
   max_429_retries: opt(Schema.Int.pipe(Schema.between(0, 10)), 3, "retries of a page answering 429 before failing NETWORK_ERROR"),
@@ -34,6 +35,7 @@ export type BrowserConfig = typeof BrowserConfig.Type
 /** The job settings of a decoded config. */
 export const browserSettings = (c: BrowserConfig): BrowserJobSettings => ({
   navigationTimeoutMs: c.navigation_timeout_ms,
+  elementTimeoutMs: c.element_timeout_ms,
   max429Retries: c.max_429_retries,
   backoffBaseMs: c.backoff_base_ms,
   backoffMaxMs: c.backoff_max_ms,

@@ -23,6 +23,7 @@
 import { Cause, Duration, Effect, Either, Exit, Option, ParseResult, Schema } from "effect"
 import type { GraphLimits, GraphOpContext, GraphOperation, OutputFiles } from "../../core/Contribution.ts"
 import type { GraphType } from "../../core/GraphTypes.ts"
+import { issuesOf } from "../../core/Issues.ts"
 import { JobFailure, type JobErrorKind } from "../jobs/Contract.ts"
 import { evaluate, fill, truthy } from "./Expr.ts"
 import { type Graph, inputSchema, type OpLookup, type OpStep, type Stage } from "./Graph.ts"
@@ -89,7 +90,7 @@ const toFailure = (op: string, e: unknown): OpFailed => {
 }
 
 const firstIssue = (e: ParseResult.ParseError): string => {
-  const i = ParseResult.ArrayFormatter.formatErrorSync(e)[0]
+  const i = issuesOf(e)[0]
   return i ? `${i.path.length > 0 ? i.path.join(".") + ": " : ""}${i.message}` : e.message
 }
 

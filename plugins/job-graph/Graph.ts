@@ -26,6 +26,7 @@ import { Either, ParseResult, Schema } from "effect"
 import { isMap, isSeq, LineCounter, parseDocument, type Document } from "yaml"
 import type { GraphOperation } from "../../core/Contribution.ts"
 import { elementType, fits, type GraphType, isGraphType, parseGraphType } from "../../core/GraphTypes.ts"
+import { issuesOf } from "../../core/Issues.ts"
 import { ExprSyntaxError, FUNCTIONS, isTemplate, references, templateExpressions } from "./Expr.ts"
 
 /** One problem found in a graph: where (1-based line/column, path) and what. */
@@ -190,27 +191,6 @@ export const inputSchema = (t: GraphType): Schema.Schema<any, any> => {
     : p.base === "json" ? Schema.Unknown
     : Schema.String
   return p.list ? Schema.Array(base) : base
-}
-
-const issuesOf = (e: ParseResult.ParseError) => ParseResult.ArrayFormatter.formatErrorSync(e)
-
-/**
- * One issue per path: the members of a union each report `Expected X, actual V`; they become
- * `Expected X | Y, actual V` (an optional's `undefined` left out, the value was given).
- */
-const mergeAlternatives = (issues: ReadonlyArray<ParseResult.ArrayFormatterIssue>): Array<ParseResult.ArrayFormatterIssue> => {
-  const byPath = new Map<string, Array<ParseResult.ArrayFormatterIssue>>()
-  for (const i of issues) {
-    const k = JSON.stringify(i.path)
-    byPath.set(k, [...(byPath.get(k) ?? []), i])
-  }
-  return [...byPath.values()].map((group) => {
-    if (group.length === 1) return group[0]!
-    const alts = group.map((i) => /^Expected (.+), actual (.+)$/s.exec(i.message))
-    if (alts.some((m) => m === null)) return group[0]!
-    const expected = [...new Set(alts.map((m) => m![1]!).filter((e) => e !== "undefined"))]
-    return { ...group[0]!, message: `Expected ${expected.join(" | ")}, actual ${alts[0]![2]}` }
-  })
 }
 
 /** True when `schema` accepts `null` (an op whose input Schema does takes no input when given none). */
@@ -393,7 +373,7 @@ export const validateValue = (src: Source, o: ValidateOptions): { graph?: Graph;
         mark(params, [])
         const d = Schema.decodeUnknownEither(op.params)(params, { errors: "all", onExcessProperty: "error" })
         if (Either.isLeft(d)) {
-          for (const issue of mergeAlternatives(issuesOf(d.left))) {
+          for (const issue of issuesOf(d.left)) {
             const ipath = pathText(issue.path as Path)
             if ([...templated].some((t) => ipath === t || ipath.startsWith(`${t}.`) || ipath.startsWith(`${t}[`) || t.startsWith(`${ipath}.`) || t.startsWith(`${ipath}[`))) continue
             const message = issue._tag === "Unexpected" ? `unknown param "${String(issue.path[issue.path.length - 1])}" of operation "${op.name}"` : `param ${ipath || "(params)"}: ${issue.message}`

@@ -72,7 +72,12 @@ const sha = (s: string) => createHash("sha256").update(s).digest("hex").slice(0,
 export const vectlJob = (o: VectlOptions): JobType<VectlPayload, typeof EmbedResult.Type | typeof SearchResult.Type> => ({
   id: "vectl",
   description: "Embeddings (768-d) into named stores and exact cosine search over them.",
-  payload: VectlPayload,
+  // The configured models are known at submit: an unknown one is a 422 there, not a failed run.
+  payload: VectlPayload.pipe(Schema.filter((p) =>
+    p.model === undefined || o.models.has(p.model)
+      ? undefined
+      : { path: ["model"], message: `unknown model "${p.model}" (configured: ${[...o.models.keys()].join(", ")})` }
+  )),
   result: Schema.Union(EmbedResult, SearchResult),
   handler: async (p, ctx) => {
     const modelOf = (name: string) => {

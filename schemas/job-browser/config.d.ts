@@ -17,6 +17,14 @@ export type Between100600000 = Between1006000001
  */
 export type Between1006000001 = number
 /**
+ * how long a browser action (click, fill, select, extract_text) waits for its element; past it the action fails, not retried (default 10000)
+ */
+export type Between1006000002 = Between1006000003
+/**
+ * how long a browser action (click, fill, select, extract_text) waits for its element; past it the action fails, not retried (default 10000)
+ */
+export type Between1006000003 = number
+/**
  * most URLs per screenshot job (default 50)
  */
 export type Between1100 = Between11001
@@ -68,6 +76,7 @@ chromium_path?: string
 chromium_args?: string[]
 launch_timeout_ms?: Between1000300000
 navigation_timeout_ms?: Between100600000
+element_timeout_ms?: Between1006000002
 max_urls?: Between1100
 jpeg_quality?: Between11002
 max_429_retries?: Between010

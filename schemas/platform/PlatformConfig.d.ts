@@ -8,6 +8,34 @@ export type Positive = number
  * TCP port; 0 picks a free one
  */
 export type Between065535 = number
+/**
+ * a number between 0 and 4294967296
+ */
+export type Between04294967296 = number
+/**
+ * a number between 1 and 10000
+ */
+export type Between110000 = number
+/**
+ * a number between 1024 and 1048576
+ */
+export type Between10241048576 = number
+/**
+ * time for a whole request to arrive, seconds (408 past it); responses and streams are not bounded by it
+ */
+export type Between186400 = number
+/**
+ * a number between 1 and 1000000
+ */
+export type Between11000000 = number
+/**
+ * a number between 0 and 4294967296
+ */
+export type Between042949672961 = number
+/**
+ * a number between 1 and 10000
+ */
+export type Between1100001 = number
 
 /**
  * platform.yaml
@@ -46,6 +74,48 @@ name: string
  */
 host?: string
 port: Between065535
+/**
+ * request limits (body bytes, JSON depth, head size, request timeout, requests in flight), per route overridable
+ */
+limits?: ListenerLimits
+}
+/**
+ * What the listener refuses before a handler sees the request
+ */
+export interface ListenerLimits {
+/**
+ * largest request body, bytes (413 over it)
+ */
+body_bytes?: Between04294967296
+/**
+ * deepest nesting of a JSON body, levels (400 over it)
+ */
+json_depth?: Between110000
+/**
+ * largest request head (request line and headers), bytes (431 over it)
+ */
+header_bytes?: Between10241048576
+request_timeout_s?: Between186400
+/**
+ * requests in flight at once on the listener (503 beyond)
+ */
+max_connections?: Between11000000
+/**
+ * per-route overrides keyed "METHOD /path" as the route declares its path
+ */
+routes?: {
+[k: string]: RouteLimits | undefined
+}
+}
+export interface RouteLimits {
+/**
+ * largest request body, bytes (413 over it)
+ */
+body_bytes?: Between042949672961
+/**
+ * deepest nesting of a JSON body, levels (400 over it)
+ */
+json_depth?: Between1100001
 }
 export interface Unknown {
 [k: string]: unknown | undefined

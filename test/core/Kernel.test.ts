@@ -59,7 +59,7 @@ listeners:
     port: \${PORT:-9004}
 `
     const loaded = parseConfig("/x/platform.yaml", text, { HOST: "0.0.0.0" })
-    expect(loaded.config.listeners[0]).toEqual({ name: "main", host: "0.0.0.0", port: 9004 })
+    expect(loaded.config.listeners[0]).toMatchObject({ name: "main", host: "0.0.0.0", port: 9004 })
     expect(loaded.config.data_dir).toBe("/var/lib/platform")
     expect(() => parseConfig("/x/platform.yaml", text, {})).toThrow(/platform\.yaml:4:11 environment variable HOST is not set/)
   })

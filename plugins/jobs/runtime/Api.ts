@@ -5,21 +5,37 @@
 import { Schema } from "effect"
 import { Job } from "./Job.ts"
 
+/** Largest page of a job listing. */
+export const MAX_PAGE = 200
+
+/** Most bytes of listed jobs in one page (JSON); a page stops early past it, with a `next_cursor`. */
+export const MAX_PAGE_BYTES = 4 * 1024 * 1024
+
 /** Query of `GET /api/v1/jobs`. Lists are comma-separated; times are ISO 8601 (exclusive bounds). */
 export const ListJobsQuery = Schema.Struct({
   status: Schema.optional(Schema.String).annotations({ description: "comma-separated statuses, e.g. QUEUED,PROCESSING" }),
   job_type: Schema.optional(Schema.String).annotations({ description: "comma-separated job types" }),
   created_after: Schema.optional(Schema.String).annotations({ description: "ISO 8601; jobs created strictly after" }),
   created_before: Schema.optional(Schema.String).annotations({ description: "ISO 8601; jobs created strictly before" }),
-  limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 1000))).annotations({ description: "page size, default 50" }),
+  limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, MAX_PAGE))).annotations({ description: `page size, default 50, at most ${MAX_PAGE}` }),
+  include: Schema.optional(Schema.String.pipe(Schema.pattern(/^(payload|result)(,(payload|result))*$/, { message: () => "a comma-separated list of payload, result" }))).annotations({
+    description: "what a listed job carries beyond its summary: `payload`, `result` (comma-separated); left out by default"
+  }),
   offset: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.nonNegative())).annotations({ description: "skip this many (after the cursor, when given)" }),
   cursor: Schema.optional(Schema.String).annotations({ description: "`next_cursor` of the previous page" })
 })
 export type ListJobsQuery = typeof ListJobsQuery.Type
 
-/** A page of jobs, newest first. `total` counts all matches; `next_cursor` is absent on the last page. */
+/** A job as listed: without `payload` and `result` unless `include` asks for them. */
+export const ListedJob = Schema.Struct({ ...Job.fields, payload: Schema.optional(Schema.Unknown) }).annotations({ identifier: "ListedJob" })
+
+/**
+ * A page of jobs, newest first. `total` counts all matches; `next_cursor` is absent on the last
+ * page. A page holds `limit` jobs, fewer when they would pass `MAX_PAGE_BYTES` (then
+ * `next_cursor` resumes after the last one given).
+ */
 export const JobPage = Schema.Struct({
-  jobs: Schema.Array(Job),
+  jobs: Schema.Array(ListedJob),
   total: Schema.Int,
   limit: Schema.Int,
   offset: Schema.Int,

@@ -12,7 +12,7 @@ import { HttpServerResponse } from "@effect/platform"
 import { Effect, Stream } from "effect"
 import { HttpError } from "../../../core/HttpError.ts"
 import * as Route from "../../../core/Route.ts"
-import { decodeCursor, encodeCursor, JobPage, ListJobsQuery, StoredFileBody } from "./Api.ts"
+import { decodeCursor, encodeCursor, JobPage, ListJobsQuery, MAX_PAGE_BYTES, StoredFileBody } from "./Api.ts"
 import type { FileStore } from "./FileStore.ts"
 import { isTerminal, Job, type JobStatus } from "./Job.ts"
 import { type JobsRuntime, STATUSES } from "./Runtime.ts"
@@ -82,7 +82,7 @@ export const routes = (rt: JobsRuntime, files: FileStore, opts: HttpOptions = {}
     method: "GET",
     path: "/api/v1/jobs",
     summary: "List jobs",
-    description: "Newest first. Filters: status, job_type (comma-separated), created_after/created_before (ISO 8601). Paging: limit (default 50) with offset or cursor.",
+    description: "Newest first, each job without `payload` and `result` unless `include` names them. Filters: status, job_type (comma-separated), created_after/created_before (ISO 8601). Paging: limit (default 50, at most 200) with offset or cursor; a page stops early at 4 MiB of jobs, with a `next_cursor`.",
     tags: ["jobs"],
     query: ListJobsQuery,
     responses: { 200: { description: "A page of jobs", schema: JobPage }, 400: { description: "Bad filter", schema: Route.ErrorBody } },
@@ -111,10 +111,25 @@ export const routes = (rt: JobsRuntime, files: FileStore, opts: HttpOptions = {}
           limit,
           offset
         }))
-        const last = page.jobs[page.jobs.length - 1]
-        // A full page may have more after it; a cursor from its last job resumes there.
-        const more = last !== undefined && page.jobs.length === limit
-        return { jobs: page.jobs, total: page.total, limit, offset, ...(more ? { next_cursor: encodeCursor(last) } : {}) }
+        // Summaries unless asked: a listing must not carry every payload and result in full.
+        const include = new Set(query.include?.split(",") ?? [])
+        const jobs: Array<Record<string, unknown>> = []
+        let bytes = 0
+        let cut = false
+        for (const job of page.jobs) {
+          const { payload, result, ...summary } = job
+          const listed = { ...summary, ...(include.has("payload") ? { payload } : {}), ...(include.has("result") && result !== undefined ? { result } : {}) }
+          bytes += include.size > 0 ? JSON.stringify(listed).length : 0
+          if (jobs.length > 0 && bytes > MAX_PAGE_BYTES) {
+            cut = true
+            break
+          }
+          jobs.push(listed)
+        }
+        const last = jobs[jobs.length - 1] as { created_at: string; job_id: string } | undefined
+        // A full (or byte-cut) page may have more after it; a cursor from its last job resumes there.
+        const more = last !== undefined && (cut || page.jobs.length === limit)
+        return { jobs, total: page.total, limit, offset, ...(more ? { next_cursor: encodeCursor(last) } : {}) }
       })
   }),
   Route.make({
@@ -185,6 +200,8 @@ export const routes = (rt: JobsRuntime, files: FileStore, opts: HttpOptions = {}
     description: "Needs `FILES_API_KEY` as `Authorization: Bearer <key>` or `x-api-key`. Body: the raw bytes; `content-type` is kept. Answers 201 with the file's id and absolute URL.",
     tags: ["files"],
     security: ["files_api_key"],
+    // The listener's body limit is for JSON; an upload may be as large as the store allows.
+    limits: { body_bytes: opts.maxUploadBytes ?? 100 * 1024 * 1024 },
     responses: {
       201: { description: "Stored", schema: StoredFileBody },
       401: { description: "Missing or wrong key", schema: Route.ErrorBody },

@@ -14,7 +14,7 @@ import * as fsp from "node:fs/promises"
 import * as os from "node:os"
 import * as path from "node:path"
 import { Schema } from "effect"
-import { ArrayFormatter } from "effect/ParseResult"
+import { issuesOf } from "../../../core/Issues.ts"
 import { type JobContext, JobFailure, type JobErrorKind, type JobType } from "../JobType.ts"
 import type { FileStore } from "./FileStore.ts"
 import { backoffSeconds, type Job, nowIso, secondsBetween, shouldRetry } from "./Job.ts"
@@ -128,7 +128,7 @@ export const formatIssues = (error: import("effect/ParseResult").ParseError, pre
 
 /** The issues of a decoding error as `{path, message}` (path dotted; `(body)` for the root). */
 export const issueList = (error: import("effect/ParseResult").ParseError, prefix?: string): Array<{ path: string; message: string }> =>
-  ArrayFormatter.formatErrorSync(error).map((i) => {
+  issuesOf(error).map((i) => {
     const p = [...(prefix ? [prefix] : []), ...i.path.map(String)]
     return { path: p.length > 0 ? p.join(".") : "(body)", message: i.message }
   })

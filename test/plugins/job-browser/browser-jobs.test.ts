@@ -149,6 +149,16 @@ describe.skipIf(!HAVE_CHROMIUM)("browser", () => {
     expect(ok.extracted_data["#ok"]).toBe("ok after 2")
   })
 
+  it("an element action on a selector that fits nothing fails REMOTE_ERROR, named, not retryable, after element_timeout_ms", async () => {
+    const quick = browserJob(pool, directOnly, browserSettings(Schema.decodeUnknownSync(BrowserConfig)({ element_timeout_ms: 300 })))
+    for (const action of [{ type: "click", selector: "#nowhere" }, { type: "fill", selector: "#nowhere", value: "x" }, { type: "extract_text", selector: "#nowhere" }]) {
+      const t0 = Date.now()
+      const f = await failure(quick.handler(scriptPayload({ url: `${fx.url}/form`, actions: [{ type: "extract_text", selector: "h1" }, action] }), ctx()))
+      expect([f.kind, f.retryable, f.message]).toEqual(["REMOTE_ERROR", false, `actions[1] (${action.type}) failed: no element fits "#nowhere" within 300 ms`])
+      expect(Date.now() - t0).toBeLessThan(5_000)
+    }
+  })
+
   it("bounds the whole script by timeout (waits included) and cancels mid-action", async () => {
     const t0 = Date.now()
     const to = await failure(script.handler(scriptPayload({ url: `${fx.url}/small`, timeout: 800, actions: [{ type: "wait", ms: 400 }, { type: "wait", ms: 400 }, { type: "wait", ms: 400 }] }), ctx()))
