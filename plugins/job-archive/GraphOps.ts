@@ -4,7 +4,7 @@
  */
 import { Schema } from "effect"
 import type { GraphOperation } from "../../core/Contribution.ts"
-import { JobFailure } from "../jobs/Contract.ts"
+import { JobFailure, GeoField } from "../jobs/Contract.ts"
 import type { ArchiveClient, Capture } from "./Archive.ts"
 import { SOURCES, timestampDate } from "./Archive.ts"
 import { cdxTarget, IsoDate, retrieveAll } from "./Lazarus.ts"
@@ -17,7 +17,7 @@ const ArchiveParams = {
   source: Schema.optionalWith(Schema.Literal(...SOURCES), { default: () => "wayback" as const }),
   from_date: Schema.optionalWith(Schema.NullOr(IsoDate), { default: () => null }),
   to_date: Schema.optionalWith(Schema.NullOr(IsoDate), { default: () => null }),
-  geo: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null })
+  geo: Schema.optionalWith(GeoField, { default: () => null })
 }
 
 /** `archive_discover` params: the source, a date range, `limit` captures listed per input, `match_type`. */

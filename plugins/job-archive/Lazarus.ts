@@ -12,7 +12,7 @@
  * answering 404 does not fail the job; if every read fails the job fails with the first error).
  */
 import { Schema } from "effect"
-import { invalid, type JobContext, JobFailure, type JobType } from "../jobs/Contract.ts"
+import { invalid, type JobContext, JobFailure, type JobType, GeoField } from "../jobs/Contract.ts"
 import type { ArchiveClient, Capture, MatchType, SourceId } from "./Archive.ts"
 import { SOURCES, timestampDate } from "./Archive.ts"
 
@@ -49,7 +49,7 @@ export const LazarusPayload = Schema.Struct({
   match_type: Schema.optionalWith(Schema.NullOr(Schema.Literal("exact", "prefix", "host", "domain")), { default: () => null }).annotations({
     description: "overrides the CDX match type derived from domain/url"
   }),
-  geo: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }).annotations({
+  geo: Schema.optionalWith(GeoField, { default: () => null }).annotations({
     description: "geographic routing filter; any non-null value fails until geo routing is configured"
   })
 }).pipe(

@@ -18,7 +18,7 @@
  */
 import { Schema } from "effect"
 import type { Page } from "playwright-core"
-import { abortFailure, DeadlineExceeded, type GeoResolver, JobFailure, type JobType, sleep } from "../jobs/Contract.ts"
+import { abortFailure, DeadlineExceeded, type GeoResolver, JobFailure, type JobType, sleep, GeoField } from "../jobs/Contract.ts"
 import type { BrowserPool } from "./BrowserPool.ts"
 import { imageDimensions } from "./Image.ts"
 import { gotoChecked, playwrightFailure } from "./Navigate.ts"
@@ -44,7 +44,7 @@ export const BrowserPayload = Schema.Struct({
   url: HttpUrl,
   actions: Schema.Array(Action).pipe(Schema.maxItems(500)),
   timeout: Schema.optionalWith(Schema.Int.pipe(Schema.between(100, 3_600_000)), { default: () => 30_000 }).annotations({ description: "ms for the whole script" }),
-  geo: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null })
+  geo: Schema.optionalWith(GeoField, { default: () => null })
 }).annotations({ identifier: "BrowserPayload" })
 export type BrowserPayload = typeof BrowserPayload.Type
 

@@ -8,7 +8,7 @@
  */
 import { Schema } from "effect"
 import type { GraphOperation } from "../../core/Contribution.ts"
-import { type GeoResolver, invalid, type JobContext, type JobType } from "../jobs/Contract.ts"
+import { type GeoResolver, invalid, type JobContext, type JobType, GeoField } from "../jobs/Contract.ts"
 import type { BrowserPool } from "./BrowserPool.ts"
 import { imageDimensions } from "./Image.ts"
 import { gotoChecked } from "./Navigate.ts"
@@ -43,7 +43,7 @@ const Options = {
   format: Schema.optionalWith(Schema.Literal("png", "jpeg"), { default: () => "png" as const }),
   viewport_width: Schema.optionalWith(Schema.Int.pipe(Schema.between(100, 7680)), { default: () => 1920 }),
   viewport_height: Schema.optionalWith(Schema.Int.pipe(Schema.between(100, 4320)), { default: () => 1080 }),
-  geo: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null })
+  geo: Schema.optionalWith(GeoField, { default: () => null })
 }
 
 /** The screenshot payload (spec); at most 100 URLs (the plugin's `max_urls` may lower it). */

@@ -28,7 +28,7 @@ import { createRequire } from "node:module"
 import type { GraphLimits, GraphOpContext, OutputFiles } from "../../core/Contribution.ts"
 import type { Registry } from "../../core/Registry.ts"
 import type { GraphOperation } from "../../core/Contribution.ts"
-import { JobFailure, type JobContext, type JobType } from "../jobs/Contract.ts"
+import { JobFailure, type JobContext, type JobType, GeoField } from "../jobs/Contract.ts"
 
 // robots-parser is CommonJS (`module.exports = function`): required as such.
 const robotsParser = createRequire(import.meta.url)("robots-parser") as typeof import("robots-parser").default
@@ -38,7 +38,7 @@ export const CrawlPayload = Schema.Struct({
   query: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(2000)),
   max_urls: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 10_000)), { default: () => 50 }),
   max_depth: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 50)).annotations({ description: "batch depth: batches of pages, the seeds being the first" }), { default: () => 3 }),
-  geo: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
+  geo: Schema.optionalWith(GeoField, { default: () => null }),
   ai_model: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }).annotations({ description: "model scoring pages and writing the synthesis; null: the service's default evaluation model" }),
   min_score: Schema.optionalWith(Schema.Number.pipe(Schema.between(0, 10)), { default: () => 6.0 }),
   search_provider: Schema.optional(Schema.String).annotations({ description: "search provider id (default: the configured one, `searxng`)" })

@@ -3,7 +3,7 @@
  */
 import { Schema } from "effect"
 import type { GraphOperation } from "../../core/Contribution.ts"
-import { JobFailure } from "../jobs/Contract.ts"
+import { JobFailure, GeoField } from "../jobs/Contract.ts"
 import { LanguageCode, readTranscript } from "./Transcript.ts"
 import type { VideoHit, YouTubeClient } from "./YouTube.ts"
 
@@ -11,7 +11,7 @@ import type { VideoHit, YouTubeClient } from "./YouTube.ts"
 export const SearchParams = Schema.Struct({
   query: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
   max_results: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 50)), { default: () => 10 }),
-  geo: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null })
+  geo: Schema.optionalWith(GeoField, { default: () => null })
 })
 
 /** A video found by search; `url` is its watch URL. */
@@ -47,7 +47,7 @@ export const youtubeSearchOp = (client: YouTubeClient): GraphOperation<typeof Se
 /** `transcript` op params: caption `language` (default en, with translation fallback), `geo`. */
 export const TranscriptParams = Schema.Struct({
   language: Schema.optionalWith(LanguageCode, { default: () => "en" }),
-  geo: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null })
+  geo: Schema.optionalWith(GeoField, { default: () => null })
 })
 
 /** A transcript as a graph `text` value (a Doc: url, title, text) with the video's facts. */

@@ -12,7 +12,7 @@
  * for step 4.
  */
 import { Schema } from "effect"
-import { JobFailure, type JobType } from "../jobs/Contract.ts"
+import { JobFailure, type JobType, GeoField } from "../jobs/Contract.ts"
 import type { CaptionTrack, YouTubeClient } from "./YouTube.ts"
 
 /** YouTube video ids are 11 characters of the URL-safe base-64 alphabet. */
@@ -26,7 +26,7 @@ export const TranscriptPayload = Schema.Struct({
   video_id: VideoId,
   language: Schema.optionalWith(LanguageCode, { default: () => "en" }),
   include_timestamps: Schema.optionalWith(Schema.Boolean, { default: () => true }),
-  geo: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null })
+  geo: Schema.optionalWith(GeoField, { default: () => null })
 }).annotations({ identifier: "TranscriptPayload" })
 export type TranscriptPayload = typeof TranscriptPayload.Type
 

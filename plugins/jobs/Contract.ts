@@ -7,5 +7,5 @@
 export { type JobContext, type JobErrorKind, JobFailure, type JobFiles, type JobType, JobTypes, jobTypes } from "./JobType.ts"
 export { abortFailure, DeadlineExceeded, invalid, statusFailure, transportFailure } from "./net/Failure.ts"
 export { type FetchConfig, fetchConfigFields, Fetcher, fetcherFor, type FetcherOptions, type FetchRequest, type FetchResponse, retryAfterMs } from "./net/Fetcher.ts"
-export { directOnly, type GeoFilter, GeoRouter, type GeoResolver, parseGeo, type Route, torAware } from "./net/GeoRouting.ts"
+export { directOnly, GeoField, type GeoFilter, GeoRouter, type GeoResolver, parseGeo, type Route, torAware } from "./net/GeoRouting.ts"
 export { RateLimiter, type RateLimiterOptions, sleep } from "./net/RateLimiter.ts"

@@ -7,7 +7,7 @@
 import { Schema } from "effect"
 import type { GraphOpContext, GraphOperation } from "../../core/Contribution.ts"
 import { Page } from "../../core/GraphTypes.ts"
-import { abortFailure, JobFailure, type Route } from "../jobs/Contract.ts"
+import { abortFailure, GeoField, JobFailure, type Route } from "../jobs/Contract.ts"
 import { fetchPage, type PageFetchOptions } from "./Pages.ts"
 import { type ProviderLookup, runSearch } from "./Search.ts"
 import type { TorResolver } from "./Tor.ts"
@@ -26,7 +26,7 @@ export interface WebDeps {
 const withDefault = <S extends Schema.Schema.AnyNoContext>(schema: S, value: Schema.Schema.Type<S>, description: string) =>
   Schema.optionalWith(schema.annotations({ description }), { default: () => value })
 
-const Geo = withDefault(Schema.NullOr(Schema.String), null, "geographic filter: null (direct), `tor`, `{country}[:{state}][:tor]`")
+const Geo = withDefault(GeoField, null, "geographic filter: null (direct), `tor`, `{country}[:{state}][:tor]`")
 
 /** `search` params. */
 export const SearchParams = Schema.Struct({

@@ -76,5 +76,8 @@ actions: MaxItems500
  * ms for the whole script
  */
 timeout?: Between1003600000
+/**
+ * geographic filter {country}[:{state}][:tor] or tor (research-jobs spec, "Geographic filter"); null goes direct
+ */
 geo?: (string | null)
 }

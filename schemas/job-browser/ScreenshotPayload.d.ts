@@ -30,5 +30,8 @@ full_page?: boolean
 format?: ("png" | "jpeg")
 viewport_width?: Between1007680
 viewport_height?: Between1004320
+/**
+ * geographic filter {country}[:{state}][:tor] or tor (research-jobs spec, "Geographic filter"); null goes direct
+ */
 geo?: (string | null)
 }

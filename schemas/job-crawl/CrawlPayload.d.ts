@@ -29,6 +29,9 @@ export interface CrawlPayload {
 query: MaxLength2000
 max_urls?: Between110000
 max_depth?: Between150
+/**
+ * geographic filter {country}[:{state}][:tor] or tor (research-jobs spec, "Geographic filter"); null goes direct
+ */
 geo?: (string | null)
 /**
  * model scoring pages and writing the synthesis; null: the service's default evaluation model

@@ -10,5 +10,8 @@ video_id: string
  */
 language?: string
 include_timestamps?: boolean
+/**
+ * geographic filter {country}[:{state}][:tor] or tor (research-jobs spec, "Geographic filter"); null goes direct
+ */
 geo?: (string | null)
 }

@@ -52,7 +52,7 @@ describe("request limits", () => {
   it("body_bytes: the listener's default, platform.yaml's per-route entry, the route's own; declared or chunked", async () => {
     // 100 kB on a route platform.yaml allows 1 MB: through the Effect handler.
     const ok = await post("/echo/echo/a", { fast: false, text: "a".repeat(100_000) })
-    expect([ok.status, (await ok.json()).text.length]).toEqual([200, 100_000])
+    expect([ok.status, ((await ok.json()) as { text: string }).text.length]).toEqual([200, 100_000])
     // The listener's 64 KiB everywhere else, matched route or not.
     for (const path of ["/nowhere", "/echo"]) {
       const r = await upload(`${base}${path}`, 100_000)

@@ -8,7 +8,7 @@
  * providing a `GeoRouter` service; nothing in the jobs changes. Until then `directOnly` serves
  * `null` geo directly and refuses any other value with a clear, non-retryable error.
  */
-import { Context } from "effect"
+import { Context, Schema } from "effect"
 import { JobFailure } from "../JobType.ts"
 
 /** A parsed geo filter. `tor: true` alone for the bare `tor`. */
@@ -38,6 +38,15 @@ export interface GeoResolver {
 }
 
 const GEO_RE = /^(?:tor|[a-z]{2,3}(?::[a-z]{2})?(?::tor)?)$/
+
+/**
+ * The `geo` field of a payload or operation: null (direct) or a filter in the grammar, so an
+ * ill-formed filter is refused when the job is submitted (422), not when it runs. Use as
+ * `geo: Schema.optionalWith(GeoField, { default: () => null })`.
+ */
+export const GeoField = Schema.NullOr(
+  Schema.String.pipe(Schema.filter((g) => g.trim() === "" || GEO_RE.test(g.trim().toLowerCase()) || `invalid geo "${g}": expected {country}[:{state}][:tor] or tor`))
+).annotations({ description: "geographic filter {country}[:{state}][:tor] or tor (research-jobs spec, \"Geographic filter\"); null goes direct" })
 
 /**
  * Parses a geo filter (case-insensitive). Returns `null` for null/undefined/empty.
