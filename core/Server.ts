@@ -269,10 +269,36 @@ const withRequestOf = (req: http.IncomingMessage, body: Readable): http.Incoming
     connection: req.socket
   }) as unknown as http.IncomingMessage
 
+/** How long a refused connection keeps draining what the client still sends (see `lingerOnClose`). */
+const LINGER_MS = 2_000
+
+/**
+ * Closes `req`'s connection the way nginx's lingering close does: closing a socket with unread
+ * request bytes makes the kernel send RST, and a client receiving RST may drop the refusal it has
+ * not read yet. So after the answer the write side is shut (FIN), what still arrives is read and
+ * discarded, and the socket is destroyed when the client closes or after `LINGER_MS`.
+ */
+const lingerOnClose = (req: http.IncomingMessage) => {
+  const socket = req.socket as import("node:net").Socket & { destroySoon?: () => void }
+  // Node's server calls destroySoon once a `connection: close` answer is finished.
+  socket.destroySoon = function () {
+    this.end()
+    this.resume()
+    const t = setTimeout(() => this.destroy(), LINGER_MS)
+    t.unref()
+    this.once("end", () => {
+      clearTimeout(t)
+      this.destroy()
+    })
+  }
+  req.resume() // the body is discarded, never buffered
+}
+
 /** Sends a limit refusal (`{error, limit, max}`); `close` ends the connection (an unread body follows). */
-const refuse = (res: http.ServerResponse, status: number, error: string, limit: string, max: number, close: boolean, headers: Record<string, string> = {}) => {
+const refuse = (req: http.IncomingMessage, res: http.ServerResponse, status: number, error: string, limit: string, max: number, close: boolean, headers: Record<string, string> = {}) => {
   if (res.headersSent) return
   const body = limitBody(error, limit, max)
+  if (close) lingerOnClose(req)
   res.writeHead(status, { "content-type": "application/json", "content-length": String(Buffer.byteLength(body)), ...(close ? { connection: "close" } : {}), ...headers })
   res.end(body)
 }
@@ -306,7 +332,7 @@ const dispatcher = (
   let inFlight = 0
   return (req: http.IncomingMessage, res: http.ServerResponse) => {
     if (inFlight >= limits.max_connections) {
-      return refuse(res, 503, `more than ${limits.max_connections} requests in flight on this listener`, "max_connections", limits.max_connections, true, { "retry-after": "1" })
+      return refuse(req, res, 503, `more than ${limits.max_connections} requests in flight on this listener`, "max_connections", limits.max_connections, true, { "retry-after": "1" })
     }
     inFlight++
     res.once("close", () => inFlight--)
@@ -325,7 +351,7 @@ const dispatcher = (
     const { bodyBytes, jsonDepth } = entry ?? fallback
     const length = req.headers["content-length"]
     const declared = length === undefined ? undefined : Number(length)
-    const tooLarge = () => refuse(res, 413, `request body exceeds ${bodyBytes} bytes`, "body_bytes", bodyBytes, true)
+    const tooLarge = () => refuse(req, res, 413, `request body exceeds ${bodyBytes} bytes`, "body_bytes", bodyBytes, true)
     if (declared !== undefined && declared > bodyBytes) return tooLarge()
     const offered = entry && (entry.route.fast || entry.route.raw) ? entry : undefined
     // A raw route is answered here whatever its size (within body_bytes); a fast pre-handler only sees small bodies.
@@ -345,7 +371,6 @@ const dispatcher = (
         req.removeListener("end", onEnd)
         chunks.length = 0
         tooLarge()
-        req.resume() // drained, not kept, until the connection closes
         return
       }
       chunks.push(c)
@@ -359,7 +384,7 @@ const dispatcher = (
       if (raw.length > 0) {
         const text = raw.toString("utf8")
         if (jsonDeeperThan(text, jsonDepth)) {
-          return refuse(res, 400, `request body nests deeper than ${jsonDepth} levels`, "json_depth", jsonDepth, false)
+          return refuse(req, res, 400, `request body nests deeper than ${jsonDepth} levels`, "json_depth", jsonDepth, false)
         }
         try {
           json = JSON.parse(text)

@@ -14,38 +14,67 @@ export interface RawResponse {
 }
 
 /**
- * Sends `bytes` of `fill` to `url` in 64 KiB chunks (chunked when `chunked`, else with a
- * Content-Length of `bytes`), writing only while the server has not answered: an early answer
- * (413) stops the upload, as a real client would see it. Resolves with the answer.
+ * Sends `bytes` of `fill` to `url` in 64 KiB chunks (chunked transfer coding when `chunked`,
+ * else with a Content-Length of `bytes`), on a plain socket, writing only while the server has
+ * not answered: an early answer (413) stops the upload and is read even when the server then
+ * closes on the rest, as a careful client would read it. Resolves with the answer.
  */
 export const upload = (url: string, bytes: number, o: { method?: string; chunked?: boolean; fill?: string; headers?: Record<string, string> } = {}): Promise<RawResponse> =>
   new Promise((resolve, reject) => {
     const u = new URL(url)
-    const headers: Record<string, string> = { "content-type": "application/json", ...o.headers, ...(o.chunked ? {} : { "content-length": String(bytes) }) }
-    const req = http.request({ host: u.hostname, port: u.port, path: u.pathname + u.search, method: o.method ?? "POST", headers, agent: false })
+    const socket = net.connect(Number(u.port), u.hostname)
+    const headers: Record<string, string> = { host: u.host, "content-type": "application/json", ...o.headers, ...(o.chunked ? { "transfer-encoding": "chunked" } : { "content-length": String(bytes) }), connection: "close" }
+    let got = Buffer.alloc(0)
     let answered = false
     let sent = 0
     const chunk = Buffer.alloc(64 * 1024, o.fill ?? "a")
+    const finish = () => {
+      const text = got.toString("utf8")
+      const split = text.indexOf("\r\n\r\n")
+      if (split < 0) return reject(new Error(`no answer (${text.slice(0, 80)})`))
+      const [statusLine, ...lines] = text.slice(0, split).split("\r\n")
+      const h: http.IncomingHttpHeaders = {}
+      for (const l of lines) {
+        const i = l.indexOf(":")
+        h[l.slice(0, i).trim().toLowerCase()] = l.slice(i + 1).trim()
+      }
+      let body = text.slice(split + 4)
+      if (/chunked/i.test(String(h["transfer-encoding"] ?? ""))) body = dechunk(body)
+      resolve({ status: Number(statusLine!.split(" ")[1]), headers: h, body })
+    }
+    socket.on("data", (d: Buffer) => {
+      answered = true
+      got = Buffer.concat([got, d])
+    })
+    socket.on("close", finish)
+    // The server closing on an upload it refused is expected once it has answered.
+    socket.on("error", () => undefined)
     const pump = () => {
-      while (!answered && sent < bytes) {
+      while (!answered && sent < bytes && !socket.destroyed) {
         const n = Math.min(chunk.length, bytes - sent)
         sent += n
-        if (!req.write(n === chunk.length ? chunk : chunk.subarray(0, n))) return void req.once("drain", pump)
+        const data = n === chunk.length ? chunk : chunk.subarray(0, n)
+        const ok = socket.write(o.chunked ? Buffer.concat([Buffer.from(`${n.toString(16)}\r\n`), data, Buffer.from("\r\n")]) : data)
+        if (!ok) return void socket.once("drain", pump)
       }
-      if (!answered) req.end()
+      if (!answered && o.chunked && !socket.destroyed) socket.write("0\r\n\r\n")
     }
-    req.on("response", (res) => {
-      answered = true
-      let body = ""
-      res.setEncoding("utf8")
-      res.on("data", (d) => (body += d))
-      res.on("end", () => resolve({ status: res.statusCode!, headers: res.headers, body }))
-      res.on("error", () => resolve({ status: res.statusCode!, headers: res.headers, body }))
-    })
-    // The server closing on an upload it refused is expected once it has answered.
-    req.on("error", (e) => (answered ? undefined : reject(e)))
+    socket.write(`${o.method ?? "POST"} ${u.pathname}${u.search} HTTP/1.1\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}`).join("\r\n")}\r\n\r\n`)
     pump()
   })
+
+/** The payload of a chunked HTTP/1.1 body. */
+const dechunk = (text: string): string => {
+  let out = ""
+  let rest = text
+  for (;;) {
+    const eol = rest.indexOf("\r\n")
+    const size = parseInt(rest.slice(0, eol), 16)
+    if (!(size > 0)) return out
+    out += rest.slice(eol + 2, eol + 2 + size)
+    rest = rest.slice(eol + 2 + size + 2)
+  }
+}
 
 /**
  * Writes `head` (and `body`) on a plain socket and resolves with everything the server sent
