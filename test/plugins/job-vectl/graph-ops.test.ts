@@ -215,7 +215,7 @@ describe("in the kernel", () => {
   it("job-vectl registers its graph operations with their types", () => {
     const p = platform.kernel.plugins.find((x) => x.name === "job-vectl")!
     expect(p.status).toBe("running")
-    expect([...p.contributions.graphOps].sort()).toEqual(["chunk", "embed", "embed_batch", "semantic_filter", "store_vector"])
+    expect([...p.contributions.graphOps].sort()).toEqual(["chunk", "embed", "embed_batch", "semantic_filter", "store_vector", "vector_search"])
     const types = Object.fromEntries(p.contributions.graphOps.map((n) => {
       const e = platform.kernel.graphOps.entry(n)!
       return [n, [e.plugin, e.value.category, e.value.inputTypes, e.value.outputType]]
