@@ -83,7 +83,7 @@ plugins:
     workers: ${o.workers ?? true}
 ${o.workerThread === undefined ? "" : `    worker_thread: ${o.workerThread}\n`}    limits:
 ${Object.entries(limits).map(([k, v]) => `      ${k}: ${JSON.stringify(v)}`).join("\n")}
-${o.redisUrl ? `    redis: { url: "${o.redisUrl}", prefix: "${o.prefix ?? "ws"}", lock_s: 5 }\n` : ""}    files:
+${o.redisUrl ? `    redis: { url: "${o.redisUrl}", prefix: "${o.prefix ?? "ws"}", lock_s: 30 }\n` : ""}    files:
 ${o.files ?? "      backend: local"}
   job-graph: {}
   job-vectl: {}
