@@ -19,10 +19,11 @@ const sha256Hex = (data: string | Uint8Array): string => createHash("sha256").up
 const hmac = (key: string | Buffer, data: string): Buffer => createHmac("sha256", key).update(data).digest()
 
 /** RFC 3986 encoding as SigV4 wants it (`/` kept in paths). */
-const uriEncode = (s: string, keepSlash: boolean): string =>
-  encodeURIComponent(s)
-    .replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
-    .replace(keepSlash ? /%2F/g : /$^/g, "/")
+const uriEncode = (s: string, keepSlash: boolean): string => {
+  const encoded = encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
+  // (A /$^/ pattern for "no slashes" would match the empty string: "" must stay "".)
+  return keepSlash ? encoded.replace(/%2F/g, "/") : encoded
+}
 
 /** What `signV4` needs about one request. `headers` are signed as given (lower-cased names). */
 export interface SignInput {
