@@ -1,38 +1,20 @@
 /**
  * Helpers of the workspace tests: the platform.yaml (jobs on either backend and either file
  * store, job-graph, job-vectl, workspaces and the file-storing test operation), a graph that
- * stores a screenshot, data, a PDF and Markdown and synthesises text, a minimal PDF writer, and
+ * stores a screenshot, data, a PDF and Markdown and synthesises text, and
  * a reader of the stored objects for checking the layout file by file.
  */
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { ROOT } from "../../../core/Kernel.ts"
+import { pdf } from "../../fixtures/web-server.ts"
 import { fastLimits } from "../jobs/support.ts"
 
 export const OPS_PLUGIN = path.join(ROOT, "test/fixtures/plugins/workspace-test-ops")
 
-/** A one-page PDF (Helvetica) showing `text`, with a correct cross-reference table. */
-export const pdfOf = (text: string): Uint8Array => {
-  const stream = `BT /F1 12 Tf 72 720 Td (${text.replace(/[()\\]/g, "\\$&")}) Tj ET`
-  const objects = [
-    "<< /Type /Catalog /Pages 2 0 R >>",
-    "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-    "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
-    `<< /Length ${stream.length} >>\nstream\n${stream}\nendstream`,
-    "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"
-  ]
-  let out = "%PDF-1.4\n"
-  const offsets: Array<number> = []
-  objects.forEach((o, i) => {
-    offsets.push(out.length)
-    out += `${i + 1} 0 obj\n${o}\nendobj\n`
-  })
-  const xref = out.length
-  out += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((o) => `${String(o).padStart(10, "0")} 00000 n \n`).join("")}`
-  out += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`
-  return new Uint8Array(Buffer.from(out, "latin1"))
-}
+/** A one-page PDF showing `text` (the web fixture's writer). */
+export const pdfOf = (text: string): Uint8Array => new Uint8Array(pdf(text))
 
 /** 1x1 PNG. */
 export const PNG = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==", "base64")

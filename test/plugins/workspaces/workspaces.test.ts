@@ -31,6 +31,14 @@ const runGraph = async (workspaceId: string, graph: string) => {
   return api.waitFor(r.body.job_id, undefined, 30_000)
 }
 
+describe("in the kernel", () => {
+  it("boots with its routes and its graph run observer", () => {
+    const p = platform.kernel.plugins.find((x) => x.name === "workspaces")!
+    expect(p).toMatchObject({ status: "running", listener: "jobs", contributions: { routes: 11, graphRunObservers: ["workspaces"] }, details: { file_store: "local", locks: "in-process" } })
+    expect(platform.kernel.plugins.find((x) => x.name === "jobs")!.contributions).toMatchObject({ jobsStorage: ["jobs"] })
+  })
+})
+
 describe("workspace lifecycle", () => {
   it("created → active (runs filed, counts true) → archived → active → deleted", async () => {
     const created = await api.call("POST", "/api/v1/workspaces", { name: "Quasar study", description: "distant engines", tags: ["astro", "2026"], config: { index_enabled: true } })
