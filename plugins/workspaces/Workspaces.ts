@@ -32,7 +32,7 @@ import {
   type PatchWorkspace,
   RUN_ID,
   RunManifest,
-  type RunNotFound,
+  RunNotFound,
   WORKSPACE_ID,
   type WorkspaceError,
   WorkspaceManifest,
@@ -41,7 +41,6 @@ import {
   WorkspaceStateConflict,
   WorkspaceStorageError
 } from "./Api.ts"
-import { RunNotFound as RunMissing } from "./Api.ts"
 import { extractPdfText } from "./Pdf.ts"
 import { runReport, summaryReport } from "./Report.ts"
 
@@ -119,7 +118,7 @@ export const make = (deps: WorkspacesDeps): WorkspacesService => {
       Effect.flatMap((bytes) =>
         bytes === undefined
           ? Effect.succeed(undefined)
-          : Schema.decodeUnknown(Schema.parseJson(schema))(dec.decode(bytes)).pipe(Effect.mapError(() => new WorkspaceStorageError({ error: `${key} is not a valid ${String(schema.ast.annotations[Symbol.for("effect/annotation/Identifier")] ?? "document")}` })))
+          : Schema.decodeUnknown(Schema.parseJson(schema))(dec.decode(bytes)).pipe(Effect.mapError((e) => new WorkspaceStorageError({ error: `${key} is damaged: ${e.message.split("\n")[0]}` })))
       )
     )
   const writeJson = (key: string, value: unknown) => io(`write ${key}`, () => bucket.put(key, json(value), "application/json"))
@@ -413,7 +412,7 @@ export const make = (deps: WorkspacesDeps): WorkspacesService => {
     run: (id, runId) =>
       Effect.gen(function*() {
         const m = yield* load(id)
-        const missing = new RunMissing({ error: `workspace ${id} has no run "${runId}"`, workspace_id: id, run_id: runId }) as RunNotFound
+        const missing = new RunNotFound({ error: `workspace ${id} has no run "${runId}"`, workspace_id: id, run_id: runId })
         if (!RUN_ID.test(runId)) return yield* Effect.fail(missing)
         const manifest = yield* readJson(`${root(id)}runs/${runId}/manifest.json`, RunManifest)
         if (!manifest) return yield* Effect.fail(missing)
