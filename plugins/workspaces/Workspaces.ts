@@ -275,7 +275,16 @@ export const make = (deps: WorkspacesDeps): WorkspacesService => {
         yield* io("write outputs/summary.md", () => bucket.put(`${root(id)}outputs/summary.md`, summaryReport(m, runs), "text/markdown; charset=utf-8"))
         yield* recount({ ...m, status: "active", updated_at: now() }).pipe(Effect.flatMap(save))
       }))
-    }).pipe(Effect.catchAll((e) => Effect.fail(e instanceof JobFailure ? e : new JobFailure("INTERNAL_ERROR", `workspace ${run.workspaceId}: ${(e as Error)?.message ?? String(e)}`, true)))))
+    }).pipe(Effect.catchAll((e) =>
+      Effect.fail(
+        e instanceof JobFailure
+          ? e
+          // The store being unreachable is worth a retry (NETWORK_ERROR is in the default retry_on).
+          : e instanceof WorkspaceStorageError
+          ? new JobFailure("NETWORK_ERROR", `workspace ${run.workspaceId}: ${e.error}`, true)
+          : new JobFailure("INTERNAL_ERROR", `workspace ${run.workspaceId}: ${(e as Error)?.message ?? String(e)}`, false)
+      )
+    )))
 
   const observer: GraphRunObserver = {
     id: "workspaces",
