@@ -2,7 +2,7 @@
  * Concurrent runs on the redis jobs backend: 10 graph jobs submitted at once into one workspace,
  * run by two `platform worker` processes (the API process runs none), every run recorded and
  * the counts true: the manifest's recount under the jobs plugin's Redis lock is what makes it
- * hold across processes.
+ * hold across processes. The same on the embedded backend (in-process lock, one process).
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
@@ -82,4 +82,27 @@ describe("concurrent runs on the redis backend", () => {
     const hit = (await api.call("POST", `/api/v1/workspaces/${ws.workspace_id}/search`, { query: "synthesis number 7", top_k: 1 })).body
     expect(hit.matches[0]).toMatchObject({ run_id: jobs[7]!.job_id })
   }, 180_000)
+})
+
+describe("concurrent runs on the embedded backend", () => {
+  it("10 runs landing at once in one workspace: all recorded, counts true", async () => {
+    const dir = tempDir("ws-embedded-")
+    const embedded = await startPlatform({ cwd: ROOT, yaml: workspaceYaml({ dataDir: dir, concurrency: 10 }) })
+    try {
+      const api = jobsClient(embedded.url("jobs"))
+      const ws = (await api.call("POST", "/api/v1/workspaces", { name: "Busy here" })).body
+      const submitted = await Promise.all(Array.from({ length: 10 }, (_, i) =>
+        api.submit("graph", { graph: workspaceGraph({ name: `run_${i}`, pdfText: `brief ${i}`, synthesis: `synthesis ${i}`, delayMs: 100 }), workspace_id: ws.workspace_id })))
+      const jobs = await Promise.all(submitted.map((r) => api.waitFor(r.body.job_id, undefined, 60_000)))
+      expect(jobs.map((j) => j.status)).toEqual(Array(10).fill("COMPLETED"))
+      const m = (await api.call("GET", `/api/v1/workspaces/${ws.workspace_id}`)).body
+      const wsDir = path.join(dir, "jobs", "files", "workspaces", ws.workspace_id)
+      const tree = Object.keys(hashTree(wsDir))
+      expect(m).toMatchObject({ runs_count: 10, artifact_count: 61 })
+      expect(m.total_size_bytes).toBe(tree.filter((k) => k !== "manifest.json").reduce((n, k) => n + fs.statSync(path.join(wsDir, k)).size, 0))
+      expect((await api.call("GET", `/api/v1/workspaces/${ws.workspace_id}/runs`)).body).toHaveLength(10)
+    } finally {
+      await embedded.stop()
+    }
+  }, 120_000)
 })
