@@ -1,7 +1,8 @@
 /**
  * Graph operations of the vectl plugin (research-jobs spec, "Operations by category"):
  * Transform `chunk`; Process `embed`, `embed_batch`; Store `store_vector`; Filter
- * `semantic_filter`. They use the plugin's configured embedders and its named stores, so vectors
+ * `semantic_filter`; and `vector_search` (a query over a stored store, for retrieval stages and
+ * the workspaces' search). They use the plugin's configured embedders and its named stores, so vectors
  * stored by a graph are found by a `vectl` search job and the reverse.
  *
  * Vector ids are stable: `vec_` + the first 16 hex digits of SHA-256 over model, source, chunk
@@ -234,5 +235,39 @@ export const semanticFilterOp = (o: VectlGraphOptions): GraphOperation<typeof Se
   }
 })
 
+/** `vector_search` params. */
+export const VectorSearchParams = Schema.Struct({
+  store: StoreParams.fields.store,
+  query: SemanticParams.fields.query,
+  top_k: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 1000)).annotations({ description: "most chunks returned" }), { default: () => 10 }),
+  missing_ok: Schema.optionalWith(Schema.Boolean.annotations({ description: "a store never created answers no chunks instead of failing" }), { default: () => false })
+})
+
+/**
+ * `vector_search`: no input → `chunk[]`: embeds `query` with the store's own model and returns
+ * the `top_k` most similar stored chunks, best first, `score` their cosine similarity, `source`
+ * the document they were stored from (null when none), `index` their rank (0 = best).
+ * VALIDATION_ERROR for a store never created (unless `missing_ok`).
+ */
+export const vectorSearchOp = (o: VectlGraphOptions): GraphOperation<typeof VectorSearchParams.Type, unknown, ReadonlyArray<Chunk>> => ({
+  name: "vector_search",
+  description: "Searches a named vectl store: the stored chunks most similar to a query, best first, with their score and source.",
+  category: "discover",
+  inputTypes: [],
+  outputType: "chunk[]",
+  params: VectorSearchParams,
+  input: Schema.Unknown,
+  output: Schema.Array(Chunk),
+  handler: async (p, _input, ctx) => {
+    const store = o.stores.get(p.store)
+    if (!store) {
+      if (p.missing_ok) return []
+      throw new JobFailure("VALIDATION_ERROR", `vector_search: no store named "${p.store}" (store vectors into it first)`, false)
+    }
+    const [q] = await modelOf(o, "vector_search", store.meta.model).embed([p.query], "query", ctx.signal)
+    return store.search(q!, p.top_k).map((m, index) => ({ text: m.text, source: m.doc ?? null, index, score: m.score }))
+  }
+})
+
 /** Every graph operation of the plugin. */
-export const vectlGraphOps = (o: VectlGraphOptions): ReadonlyArray<GraphOperation> => [chunkOp(o), embedOp(o), embedBatchOp(o), storeVectorOp(o), semanticFilterOp(o)]
+export const vectlGraphOps = (o: VectlGraphOptions): ReadonlyArray<GraphOperation> => [chunkOp(o), embedOp(o), embedBatchOp(o), storeVectorOp(o), semanticFilterOp(o), vectorSearchOp(o)]

@@ -29,11 +29,12 @@ export interface NewChunk {
   readonly vector: Float32Array
 }
 
-/** A search hit: the chunk id, cosine similarity (-1..1) and its text. */
+/** A search hit: the chunk id, cosine similarity (-1..1), its text and (when stored) its document. */
 export interface Match {
   readonly id: string
   readonly score: number
   readonly text: string
+  readonly doc?: string
 }
 
 /** One named store, loaded in memory. */
@@ -41,6 +42,7 @@ export class VectorStore {
   private vectors = new Float32Array(DIMENSIONS * 64)
   private readonly ids: Array<string> = []
   private readonly texts: Array<string> = []
+  private readonly docs: Array<string> = []
   private readonly known = new Set<string>()
   private readonly file: string
   private offset = 0
@@ -100,10 +102,10 @@ export class VectorStore {
       for (const line of lines) {
         if (!line) continue
         try {
-          const r = JSON.parse(line) as { id: string; text: string; v: string }
+          const r = JSON.parse(line) as { id: string; doc?: string; text: string; v: string }
           // Copy: a pooled Buffer's offset need not be 4-byte aligned for a Float32Array view.
           const b = Uint8Array.from(Buffer.from(r.v, "base64"))
-          this.push(r.id, r.text, new Float32Array(b.buffer))
+          this.push(r.id, r.doc ?? "", r.text, new Float32Array(b.buffer))
         } catch {
           // a torn line from a killed writer: skip it
         }
@@ -113,7 +115,7 @@ export class VectorStore {
     }
   }
 
-  private push(id: string, text: string, v: Float32Array): void {
+  private push(id: string, doc: string, text: string, v: Float32Array): void {
     if (this.known.has(id) || v.length !== DIMENSIONS) return
     const n = this.ids.length
     if ((n + 1) * DIMENSIONS > this.vectors.length) {
@@ -124,6 +126,7 @@ export class VectorStore {
     this.vectors.set(v, n * DIMENSIONS)
     this.ids.push(id)
     this.texts.push(text)
+    this.docs.push(doc)
     this.known.add(id)
   }
 
@@ -140,7 +143,7 @@ export class VectorStore {
       if (this.known.has(c.id)) continue
       const v = Buffer.from(c.vector.buffer, c.vector.byteOffset, c.vector.byteLength).toString("base64")
       fs.appendFileSync(this.file, JSON.stringify({ id: c.id, doc: c.doc, text: c.text, v }) + "\n")
-      this.push(c.id, c.text, c.vector)
+      this.push(c.id, c.doc, c.text, c.vector)
       added++
     }
     // Our own appends are in memory already; skip re-reading them.
@@ -172,7 +175,7 @@ export class VectorStore {
       }
     }
     top.sort((a, b) => b.s - a.s)
-    return top.map(({ i, s }) => ({ id: this.ids[i]!, score: Math.round(s * 1e6) / 1e6, text: this.texts[i]! }))
+    return top.map(({ i, s }) => ({ id: this.ids[i]!, score: Math.round(s * 1e6) / 1e6, text: this.texts[i]!, ...(this.docs[i] ? { doc: this.docs[i] } : {}) }))
   }
 }
 

@@ -12,9 +12,14 @@
 import * as path from "node:path"
 import { Context, Effect, Layer, Schema } from "effect"
 import { definePlugin, PluginBootError } from "../../core/Plugin.ts"
+import * as ExtensionPoint from "../../core/ExtensionPoint.ts"
+import type { BootMode } from "../../core/Plugin.ts"
 import { Extensions } from "../../core/Services.ts"
 import { JobTypes } from "./JobType.ts"
-import { FilesSettings, makeFileStore, uploadKey } from "./runtime/FileStore.ts"
+import { JobsStorage } from "./Storage.ts"
+import { makeBucket } from "./runtime/Bucket.ts"
+import { inProcessLocks, redisLocks } from "./runtime/Locks.ts"
+import { type FileStore, FilesSettings, makeFileStore, uploadKey } from "./runtime/FileStore.ts"
 import { routes } from "./runtime/Http.ts"
 import * as Backend from "./runtime/Backend.ts"
 import { JobsRuntime } from "./runtime/Runtime.ts"
@@ -30,6 +35,29 @@ export const JobsConfig = Schema.extend(
   })
 ).annotations({ identifier: "JobsConfig" })
 export type JobsConfig = typeof JobsConfig.Type
+
+/**
+ * The storage shared with other plugins (`Storage.ts`): the file store's bucket, locks over the
+ * configured jobs backend (Redis locks for redis, so every worker process and thread is
+ * excluded; in-process for embedded, whose workers all run in the serving process; in-process
+ * too when inspecting, which runs nothing), and stored files read back by URL.
+ */
+const sharedStorage = (c: JobsConfig, dataDir: string, files: FileStore, mode: BootMode): JobsStorage => ({
+  id: "jobs",
+  backend: c.files.backend,
+  jobsBackend: c.backend,
+  bucket: makeBucket(c.files, dataDir),
+  locks: c.backend === "redis" && mode === "serve" ? redisLocks(c.redis.url, c.redis.prefix) : inProcessLocks(),
+  readStored: async (url) => {
+    const parts = new URL(url, "http://x").pathname.split("/")
+    const [id, name] = [parts.at(-2) ?? "", decodeURIComponent(parts.at(-1) ?? "")]
+    const opened = await files.open(id, name)
+    if (!opened) return undefined
+    const chunks: Array<Uint8Array> = []
+    for await (const chunk of opened.body) chunks.push(chunk)
+    return new Uint8Array(Buffer.concat(chunks))
+  }
+})
 
 export default definePlugin({
   name: "jobs",
@@ -50,11 +78,20 @@ export default definePlugin({
           }),
         catch: (e) => new PluginBootError({ reason: `files: ${(e as Error).message}` })
       })
+      const storage = yield* Effect.acquireRelease(
+        Effect.try({
+          try: () => sharedStorage(ctx.config, ctx.dataDir, files, ctx.mode),
+          catch: (e) => new PluginBootError({ reason: `files: ${(e as Error).message}` })
+        }),
+        (s) => Effect.promise(() => s.locks.close())
+      )
+      const extensions = ExtensionPoint.extend(JobsStorage, storage)
       if (ctx.mode === "inspect") {
         // Inspection must not take the store's lock from a running `platform serve`: declare the
         // routes over a runtime that is never opened (no listener serves them in this mode).
         return {
           routes: routes(undefined as unknown as JobsRuntime, files, { maxUploadBytes: ctx.config.files.max_upload_bytes, heartbeatMs: ctx.config.events_heartbeat_s * 1000 }),
+          extensions,
           status: () => ({ backend: ctx.config.backend, workers: ctx.config.workers, job_types: registry.ids() })
         }
       }
@@ -107,6 +144,7 @@ export default definePlugin({
           maxUploadBytes: ctx.config.files.max_upload_bytes,
           heartbeatMs: ctx.config.events_heartbeat_s * 1000
         }),
+        extensions,
         start: inThread ? startInThread : ctx.config.workers ? startHere : Effect.void,
         status: () => ({
           backend: ctx.config.backend,

@@ -1,6 +1,6 @@
 /**
  * A minimal S3-compatible object client (AWS Signature Version 4 over `fetch` and `node:crypto`),
- * enough for the file store: put, get, delete with path-style URLs
+ * enough for the file store: put, get, delete and list (ListObjectsV2) with path-style URLs
  * (`<endpoint>/<bucket>/<key>`), which MinIO, Ceph, R2 and AWS all accept. No SDK dependency.
  */
 import { createHash, createHmac } from "node:crypto"
@@ -19,10 +19,11 @@ const sha256Hex = (data: string | Uint8Array): string => createHash("sha256").up
 const hmac = (key: string | Buffer, data: string): Buffer => createHmac("sha256", key).update(data).digest()
 
 /** RFC 3986 encoding as SigV4 wants it (`/` kept in paths). */
-const uriEncode = (s: string, keepSlash: boolean): string =>
-  encodeURIComponent(s)
-    .replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
-    .replace(keepSlash ? /%2F/g : /$^/g, "/")
+const uriEncode = (s: string, keepSlash: boolean): string => {
+  const encoded = encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
+  // (A /$^/ pattern for "no slashes" would match the empty string: "" must stay "".)
+  return keepSlash ? encoded.replace(/%2F/g, "/") : encoded
+}
 
 /** What `signV4` needs about one request. `headers` are signed as given (lower-cased names). */
 export interface SignInput {
@@ -72,6 +73,11 @@ export const signV4 = (input: SignInput): Record<string, string> => {
   return headers
 }
 
+/** The text of an XML element's content (the five predefined entities and numeric references). */
+const xmlText = (s: string): string =>
+  s.replace(/&(#x[0-9a-fA-F]+|#\d+|amp|lt|gt|quot|apos);/g, (_, e: string) =>
+    e[0] === "#" ? String.fromCodePoint(e[1] === "x" ? parseInt(e.slice(2), 16) : Number(e.slice(1))) : ({ amp: "&", lt: "<", gt: ">", quot: "\"", apos: "'" } as Record<string, string>)[e]!)
+
 /** Object operations on one bucket. Errors: rejects with an Error naming the S3 status. */
 export class S3Client {
   constructor(private readonly s: S3Settings) {}
@@ -81,8 +87,9 @@ export class S3Client {
     return new URL(`${base}/${this.s.bucket}/${key.split("/").map((p) => uriEncode(p, false)).join("/")}`)
   }
 
-  private async send(method: string, key: string, body?: Uint8Array, extra: Record<string, string> = {}): Promise<Response> {
+  private async send(method: string, key: string, body?: Uint8Array, extra: Record<string, string> = {}, query?: Record<string, string>): Promise<Response> {
     const url = this.url(key)
+    for (const [k, v] of Object.entries(query ?? {})) url.searchParams.set(k, v)
     const headers = signV4({
       method,
       url,
@@ -108,6 +115,28 @@ export class S3Client {
     if (r.status === 404) return undefined
     if (!r.ok) throw new Error(`S3 GET ${key}: HTTP ${r.status}`)
     return r
+  }
+
+  /**
+   * Every object whose key starts with `prefix` (ListObjectsV2, following continuation tokens):
+   * keys as stored (with the prefix), sizes in bytes.
+   */
+  async list(prefix: string): Promise<Array<{ key: string; size: number }>> {
+    const out: Array<{ key: string; size: number }> = []
+    let token: string | undefined
+    do {
+      const r = await this.send("GET", "", undefined, {}, { "list-type": "2", prefix, ...(token ? { "continuation-token": token } : {}) })
+      if (!r.ok) throw new Error(`S3 LIST ${prefix}: HTTP ${r.status} ${await r.text()}`)
+      const xml = await r.text()
+      for (const m of xml.matchAll(/<Contents>([\s\S]*?)<\/Contents>/g)) {
+        const key = /<Key>([\s\S]*?)<\/Key>/.exec(m[1]!)?.[1]
+        const size = /<Size>(\d+)<\/Size>/.exec(m[1]!)?.[1]
+        if (key !== undefined) out.push({ key: xmlText(key), size: Number(size ?? 0) })
+      }
+      token = /<IsTruncated>true<\/IsTruncated>/.test(xml) ? /<NextContinuationToken>([\s\S]*?)<\/NextContinuationToken>/.exec(xml)?.[1] : undefined
+      if (token !== undefined) token = xmlText(token)
+    } while (token !== undefined)
+    return out
   }
 
   /** Deletes `key` (S3 answers 204 also when it did not exist). */

@@ -2,7 +2,7 @@
  * The vectl graph operations on the plugin's real embedders and stores: chunk windows, overlap
  * and per-source indexes; embed / embed_batch vectors, stable ids and batching by
  * EMBED_BATCH_SIZE; store_vector into a store that a `vectl` search job then finds them in;
- * semantic_filter ranking with the hashing embedder. The last block boots the real kernel and
+ * semantic_filter ranking with the hashing embedder; vector_search over a stored store. The last block boots the real kernel and
  * checks the operations are registered with their types.
  */
 import { mkdtempSync } from "node:fs"
@@ -13,7 +13,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import type { GraphOperation } from "../../../core/Contribution.ts"
 import { ROOT, startPlatform } from "../../../core/Kernel.ts"
 import { type Embedder, hashingEmbedder } from "../../../plugins/job-vectl/Embedder.ts"
-import { chunkOp, embedBatchOp, embedOp, semanticFilterOp, storeVectorOp, type VectlGraphOptions, vectorId } from "../../../plugins/job-vectl/GraphOps.ts"
+import { chunkOp, embedBatchOp, embedOp, semanticFilterOp, storeVectorOp, type VectlGraphOptions, vectorId, vectorSearchOp } from "../../../plugins/job-vectl/GraphOps.ts"
 import { vectlJob } from "../../../plugins/job-vectl/Vectl.ts"
 import { VectorStores } from "../../../plugins/job-vectl/VectorStore.ts"
 import { platformYaml, tempDir } from "../jobs/support.ts"
@@ -172,6 +172,22 @@ describe("store_vector", () => {
   })
 })
 
+describe("vector_search", () => {
+  it("finds the stored chunks most like the query, best first, with score and source; unknown stores fail unless missing_ok", async () => {
+    const chunks = await run(chunkOp(opts), { size: 8, overlap: 0 }, [
+      { url: "runs/a/report.md", title: null, text: "comets shed icy tails near the sun" },
+      { url: "runs/b/report.md", title: null, text: "bakers proof sourdough overnight in cool kitchens" }
+    ])
+    await run(storeVectorOp(opts), { store: "searchable" }, await run(embedBatchOp(opts), {}, chunks))
+    const hits = await run(vectorSearchOp(opts), { store: "searchable", query: "sourdough bakers", top_k: 2 }, null)
+    expect(hits.map((h) => [h.source, h.index])).toEqual([["runs/b/report.md", 0], ["runs/a/report.md", 1]])
+    expect(hits[0]!.score).toBeGreaterThan(hits[1]!.score!)
+    expect(hits[0]!.text).toBe("bakers proof sourdough overnight in cool kitchens")
+    expect(await run(vectorSearchOp(opts), { store: "never-made", query: "x", missing_ok: true }, null)).toEqual([])
+    expect((await expectJobFailure(run(vectorSearchOp(opts), { store: "never-made", query: "x" }, null))).message).toBe('vector_search: no store named "never-made" (store vectors into it first)')
+  })
+})
+
 describe("semantic_filter", () => {
   it("ranks the relevant chunk first, scores set and sorted, top_k and min_score applied", async () => {
     const chunks = await run(chunkOp(opts), {}, corpus)
@@ -215,7 +231,7 @@ describe("in the kernel", () => {
   it("job-vectl registers its graph operations with their types", () => {
     const p = platform.kernel.plugins.find((x) => x.name === "job-vectl")!
     expect(p.status).toBe("running")
-    expect([...p.contributions.graphOps].sort()).toEqual(["chunk", "embed", "embed_batch", "semantic_filter", "store_vector"])
+    expect([...p.contributions.graphOps].sort()).toEqual(["chunk", "embed", "embed_batch", "semantic_filter", "store_vector", "vector_search"])
     const types = Object.fromEntries(p.contributions.graphOps.map((n) => {
       const e = platform.kernel.graphOps.entry(n)!
       return [n, [e.plugin, e.value.category, e.value.inputTypes, e.value.outputType]]
@@ -225,7 +241,8 @@ describe("in the kernel", () => {
       embed: ["job-vectl", "process", ["text", "chunk"], "vector"],
       embed_batch: ["job-vectl", "process", ["chunk[]"], "vector[]"],
       store_vector: ["job-vectl", "store", ["vector[]"], "json"],
-      semantic_filter: ["job-vectl", "filter", ["chunk[]"], "chunk[]"]
+      semantic_filter: ["job-vectl", "filter", ["chunk[]"], "chunk[]"],
+      vector_search: ["job-vectl", "discover", [], "chunk[]"]
     })
   })
 })

@@ -1,0 +1,44 @@
+/**
+ * Plugin `workspaces` (research-jobs spec, "Workspace"): workspaces group graph runs and their
+ * files in the jobs file store, with an optional semantic index. A graph job carrying
+ * `workspace_id` is filed by the run observer this plugin registers with `job-graph`; the routes
+ * (`Http.ts`) manage, archive, list and search workspaces. The service is `Workspaces.ts`.
+ */
+import { Effect, Schema } from "effect"
+import { configOption, definePlugin, PluginBootError } from "../../core/Plugin.ts"
+import { Extensions, GraphOpRegistry } from "../../core/Services.ts"
+import { graphRunObservers } from "../job-graph/Contract.ts"
+import { jobsStorage } from "../jobs/Contract.ts"
+import { ArtifactRecord, CreateWorkspace, PatchWorkspace, RunDetail, RunManifest, RunRecord, SearchRequest, SearchResult, WorkspaceManifest } from "./Api.ts"
+import { routes } from "./Http.ts"
+import { make } from "./Workspaces.ts"
+
+const opt = configOption
+
+/** Config of `plugins.workspaces`. */
+export const WorkspacesConfig = Schema.Struct({
+  embed_batch_size: opt(Schema.Int.pipe(Schema.between(1, 2048)), 32, "EMBED_BATCH_SIZE of indexing: chunks per embedding call")
+}).annotations({ identifier: "WorkspacesConfig" })
+
+export default definePlugin({
+  name: "workspaces",
+  version: "0.1.0",
+  description: "Workspaces: graph runs with workspace_id filed in the file store (manifest, result, report, screenshots, data), archive/unarchive, semantic index and search.",
+  // jobs: the file store and locks; job-graph: the run observer point; job-vectl: the index.
+  dependsOn: ["jobs", "job-graph", "job-vectl"],
+  defaultListener: "jobs",
+  config: WorkspacesConfig,
+  resources: { WorkspaceManifest, CreateWorkspace, PatchWorkspace, WorkspaceRun: RunRecord, WorkspaceRunManifest: RunManifest, WorkspaceRunDetail: RunDetail, WorkspaceArtifact: ArtifactRecord, WorkspaceSearch: SearchRequest, WorkspaceSearchResult: SearchResult },
+  setup: (ctx) =>
+    Effect.gen(function*() {
+      const storage = jobsStorage(yield* Extensions)
+      if (!storage) return yield* Effect.fail(new PluginBootError({ reason: "the jobs plugin shares no storage (is it enabled?)" }))
+      const ops = yield* GraphOpRegistry
+      const service = make({ storage, ops, limits: { embedBatchSize: ctx.config.embed_batch_size, maxParallel: 4, fetchTimeoutMs: 30_000 } })
+      return {
+        routes: routes(service),
+        extensions: graphRunObservers(service.observer),
+        status: () => ({ file_store: storage.backend, locks: storage.jobsBackend === "redis" ? "redis" : "in-process" })
+      }
+    })
+})
