@@ -1,7 +1,6 @@
 import { Args, Flags } from "@oclif/core"
 import { PlatformCommand, table } from "../../../core/Command.ts"
 import { apiUrl, ApiError, type Job, ResearchApi } from "../research/Client.ts"
-import { renderJob, seconds } from "../research/Render.ts"
 import type { AutoStats } from "../research/Session.ts"
 import { findTemplate, InputError, signature, TERMINAL_TEMPLATES, type TerminalTemplate } from "../research/Templates.ts"
 
@@ -34,7 +33,7 @@ A template's input is its first parameter as free text, or name=value words (quo
     "PLATFORM_API_URL=http://10.0.0.5:9003 <%= config.bin %> research"
   ]
   static args = {
-    count: Args.integer({ description: "number of experiments after --auto (as --count)", required: false, min: 1 })
+    count: Args.integer({ description: "number of experiments after --auto (as --count)", required: false, min: 1, ignoreStdin: true })
   }
   static flags = {
     help: Flags.help({ char: "h" }),
@@ -54,6 +53,9 @@ A template's input is its first parameter as free text, or name=value words (quo
       if (!json) this.log(table(["TEMPLATE", "RUNS", "DESCRIPTION"], TERMINAL_TEMPLATES.map((t) => [signature(t), t.runs, t.description])))
       return rows
     }
+    // The terminal UI (marked-terminal pulls in a syntax highlighter) loads only when it runs:
+    // every `platform` command imports this module to list it.
+    const { renderJob, seconds } = await import("../research/Render.ts")
     const api = new ResearchApi(apiUrl())
     const count = flags.count ?? args.count ?? 5
     const auto = flags.auto || flags.count !== undefined
@@ -91,6 +93,7 @@ A template's input is its first parameter as free text, or name=value words (quo
   /** `--auto` without a terminal: the experiments one after another, a line each, then the statistics. */
   private async autoTestMode(api: ResearchApi, template: TerminalTemplate, count: number, json: boolean): Promise<AutoStats> {
     const { runOnce, statsLine } = await import("../research/Session.ts")
+    const { seconds } = await import("../research/Render.ts")
     const inputs = template.examples
     if (inputs.length === 0) this.fail1(`${template.name} has no example input for experiments: use --test`)
     const stats: AutoStats = { runs: 0, succeeded: 0, failed: 0, cancelled: 0, totalSeconds: 0, planned: count, running: true }

@@ -39,7 +39,8 @@ const cell = (v: unknown, n: number): string =>
   v === null || v === undefined ? "-" : typeof v === "object" ? cut(JSON.stringify(v), n) : /^https?:\/\/\S+$/.test(String(v)) ? String(v) : cut(String(v), n)
 
 const table = (head: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>): string => {
-  const t = new Table({ head: [...head], style: { head: [], border: [] }, wordWrap: true })
+  // No rule between body rows: a list reads as a list.
+  const t = new Table({ head: [...head], style: { head: [], border: [] }, wordWrap: true, chars: { mid: "", "left-mid": "", "mid-mid": "", "right-mid": "" } })
   for (const r of rows) t.push([...r])
   return t.toString()
 }
