@@ -4,6 +4,7 @@
  * over `fetch` only (the client never loads the platform's engine). Errors are `ApiError`s with
  * one readable line; an address that does not answer is `Unreachable`.
  */
+import { serverSentEvents } from "../../../core/Sse.ts"
 import type { GraphPayload } from "./Templates.ts"
 
 /** Default API address: the spec's loopback address and Jobs API port. */
@@ -139,20 +140,10 @@ export class ResearchApi {
     try {
       const res = await fetch(`${this.base}/api/v1/jobs/${encodeURIComponent(id)}/events`, { headers: { accept: "text/event-stream" }, signal })
       if (res.status === 200 && res.body) {
-        const decoder = new TextDecoder()
-        let buffer = ""
-        for await (const bytes of res.body as unknown as AsyncIterable<Uint8Array>) {
-          buffer += decoder.decode(bytes, { stream: true })
-          let cut: number
-          while ((cut = buffer.indexOf("\n\n")) >= 0) {
-            const event = buffer.slice(0, cut)
-            buffer = buffer.slice(cut + 2)
-            const data = event.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trimStart()).join("\n")
-            if (data === "") continue
-            const job = JSON.parse(data) as Job
-            seen(job)
-            if (isTerminal(job.status)) return job
-          }
+        for await (const e of serverSentEvents(res.body as unknown as AsyncIterable<Uint8Array>)) {
+          const job = JSON.parse(e.data) as Job
+          seen(job)
+          if (isTerminal(job.status)) return job
         }
       } else {
         await res.body?.cancel()

@@ -11,7 +11,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ROOT, startPlatform } from "../../../../core/Kernel.ts"
-import { TERMINAL_TEMPLATES } from "../../../../plugins/job-graph/research/Templates.ts"
+import { payloadFor, TERMINAL_TEMPLATES } from "../../../../plugins/job-graph/research/Templates.ts"
 import { type ModelServer, startModelServer } from "../../../fixtures/model-server.ts"
 import type { Fixture } from "../../../fixtures/pages-server.ts"
 import { searxngServer } from "../../../fixtures/searxng-server.ts"
@@ -52,6 +52,7 @@ beforeAll(async () => {
   text: {}
   job-vectl: {}
   job-archive: {}
+  job-transcript: {}
 ${workspacesPluginPresent ? "  workspaces: {}\n" : ""}`
     })
   })
@@ -210,6 +211,32 @@ describe("platform research in a terminal", () => {
     while (!(await pane.exited()) && Date.now() < until) await new Promise((r) => setTimeout(r, 100))
     expect(await pane.exited()).toBe(true)
   }, 15_000)
+})
+
+describe("the terminal templates on the platform", () => {
+  it("each of the 14 maps to a graph the platform validates with its params", async () => {
+    const inputs: Record<string, string> = {
+      simple_search: "solar power",
+      person_deep_research: `person_name="Jane Doe" context=Senate`,
+      opponent_deep_dive: `opponent_name="Jane Doe" geo_focus=Springfield`,
+      corporate_intelligence: `company_name="Acme Robotics" ticker=ACME industry=robotics`,
+      news_50_states: `${web.url}/energy-daily/solar-record-output`,
+      geo_news_comparison: `url=${web.url}/energy-daily/solar-record-output regions=us,gb`,
+      recent_website_changes: "url=http://example.com/ days_back=60",
+      historical_change_tracker: "target_urls=http://example.com/,http://example.org/ date_from=2019-01-01",
+      position_tracker: `person_name="Jane Doe" topic=energy`,
+      competitor_comparison: "Acme Robotics, Globex",
+      topic_sentiment_tracker: `topic="solar power" subtopics=storage,prices`,
+      media_coverage_analysis: "Acme Robotics",
+      autonomous_research_agent: "query=solar depth=2",
+      tor_search_crawl: "Acme Robotics credentials"
+    }
+    for (const t of TERMINAL_TEMPLATES) {
+      const res = await fetch(`${api}/api/v1/graph/validate`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(payloadFor(t, inputs[t.name]!)) })
+      const report = (await res.json()) as { valid: boolean; problems: unknown[] }
+      expect(report, t.name).toMatchObject({ valid: true, problems: [] })
+    }
+  })
 })
 
 describe("platform research without a terminal", () => {
