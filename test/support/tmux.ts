@@ -45,7 +45,7 @@ export const startInTmux = async (o: { command: ReadonlyArray<string>; cwd: stri
       await tmux("send-keys", "-t", "main", ...names)
     },
     capture,
-    waitFor: async (test, timeoutMs = 20_000, everyMs = 100) => {
+    waitFor: async (test, timeoutMs = 30_000, everyMs = 150) => {
       const ok = typeof test === "function" ? test : (s: string) => test.test(s)
       const until = Date.now() + timeoutMs
       let screen = ""

@@ -69,9 +69,12 @@ ${workspacesPluginPresent ? "  workspaces: {}\n" : ""}`
     runPiped(["research"], { PLATFORM_API_URL: api }, "solar power record output\n"),
     runPiped(["research", "--template", "news_50_states", "-t", `${web.url}/no-such-page`, "--json"], { PLATFORM_API_URL: api }),
     runPiped(["research", "--templates", "--json"], {}),
-    runPiped(["research", "-t", "anything"], { PLATFORM_API_URL: down })
+    runPiped(["research", "-t", "anything"], { PLATFORM_API_URL: down }),
+    runPiped(["research", "--auto", "2", "--json"], { PLATFORM_API_URL: api })
   ])
-}, 120_000)
+  // The client's start-up (oclif, tsx) is the slow part on a loaded machine: waited for once here.
+  await pane.waitFor(/research \(simple_search\)> $/m, 150_000, 250)
+}, 240_000)
 
 afterAll(async () => {
   if (pane) {
@@ -102,7 +105,6 @@ const runPiped = (args: Array<string>, env: Record<string, string>, input = ""):
 
 describe("platform research in a terminal", () => {
   it("slash commands, Tab completion of commands and template names, history", async () => {
-    await pane.waitFor(/research \(simple_search\)> $/m, 60_000)
     await pane.type("/help")
     let screen = await pane.waitFor(/\/auto stop\s+stop the experiments/)
     for (const [c] of [["/workspace create <name>"], ["/run <template> <input>"], ["/auto stats"], ["/exit"]]) expect(screen).toContain(c)
@@ -128,7 +130,7 @@ describe("platform research in a terminal", () => {
     await pane.waitFor(/unknown command \/nonsense: \/help lists them/)
     await pane.type("/run position_tracker topic=energy")
     await pane.waitFor(/missing person_name: position_tracker \(person_name, topic\)/)
-  }, 60_000)
+  }, 120_000)
 
   it("a query runs to completion: the progress bar moves, elapsed time counts, the answer is rendered", async () => {
     await pane.type("solar power record output FIXTURE_DELAY_MS=700")
@@ -142,7 +144,7 @@ describe("platform research in a terminal", () => {
         if (!last || last.percent !== point.percent || last.elapsed !== point.elapsed) seen.push(point)
       }
       return /✔ job_\w+ COMPLETED/.test(run)
-    }, 30_000, 50)
+    }, 90_000, 50)
     const run = after(screen, "▶ simple_search solar power record output")
     const percents = seen.map((p) => p.percent)
     expect(percents.some((p) => p < 100), JSON.stringify(seen)).toBe(true)
@@ -157,33 +159,34 @@ describe("platform research in a terminal", () => {
     const id = /✔ (job_\w+) COMPLETED/.exec(run)![1]!
     expect((await job(id)).status).toBe("COMPLETED")
     await pane.waitFor(/research \(simple_search\)> $/m)
-  }, 40_000)
+  }, 120_000)
 
   it("Ctrl-C cancels the running job (CANCELLED) and the client stays", async () => {
     await pane.type("/run simple_search wind FIXTURE_DELAY_MS=20000")
-    await pane.waitFor((s) => /\| PROCESSING/.test(after(s, "▶ simple_search wind")), 15_000)
+    await pane.waitFor((s) => /\| PROCESSING/.test(after(s, "▶ simple_search wind")), 30_000)
     const began = Date.now()
     await pane.keys("C-c")
-    const screen = await pane.waitFor((s) => /✖ job_\w+ CANCELLED/.test(after(s, "▶ simple_search wind")), 10_000)
-    expect(Date.now() - began).toBeLessThan(5_000)
+    const screen = await pane.waitFor((s) => /✖ job_\w+ CANCELLED/.test(after(s, "▶ simple_search wind")), 15_000)
+    // Well before the 20 s search would have answered.
+    expect(Date.now() - began).toBeLessThan(10_000)
     const id = /✖ (job_\w+) CANCELLED/.exec(after(screen, "▶ simple_search wind"))![1]!
     expect((await job(id)).status).toBe("CANCELLED")
     await pane.waitFor(/research \(simple_search\)> $/m)
     expect(await pane.exited()).toBe(false)
-  }, 30_000)
+  }, 90_000)
 
   it("/auto 3 runs three experiments in the background; /auto stats; /auto stop", async () => {
     await pane.type("/auto 3")
-    let screen = await pane.waitFor(/auto done: 3 runs of 3, 3 succeeded, 0 failed, 0 cancelled, mean \d+\.\d s/, 40_000)
+    let screen = await pane.waitFor(/auto done: 3 runs of 3, 3 succeeded, 0 failed, 0 cancelled, mean \d+\.\d s/, 90_000)
     expect(screen.match(/auto \d\/3: ✔ simple_search/g)).toHaveLength(3)
     await pane.type("/auto stats")
     screen = await pane.waitFor((s) => /^3 runs of 3, 3 succeeded, 0 failed, 0 cancelled, mean \d+\.\d s$/m.test(after(s, "/auto stats")))
     await pane.type("/auto 40")
     await pane.waitFor(/auto: 40 experiments with simple_search/)
     await pane.type("/auto stop")
-    screen = await pane.waitFor(/auto stopped: (\d+) runs? of 40/, 15_000)
+    screen = await pane.waitFor(/auto stopped: (\d+) runs? of 40/, 30_000)
     expect(Number(/auto stopped: (\d+) runs? of 40/.exec(screen)![1])).toBeLessThan(40)
-  }, 70_000)
+  }, 150_000)
 
   it.skipIf(!workspacesPluginPresent)("workspace commands: create, list, info, runs filed into it, clear, use", async () => {
     await pane.type("/workspace create terminal demo")
@@ -195,7 +198,7 @@ describe("platform research in a terminal", () => {
     await pane.type("/workspace info")
     await pane.waitFor((s) => /workspace_id\s+ws_/.test(after(s, "/workspace info")))
     await pane.type("Acme Robotics chief executive")
-    screen = await pane.waitFor((s) => /✔ job_\w+ COMPLETED/.test(after(s, "▶ simple_search Acme Robotics")), 30_000)
+    screen = await pane.waitFor((s) => /✔ job_\w+ COMPLETED/.test(after(s, "▶ simple_search Acme Robotics")), 60_000)
     const id = /✔ (job_\w+) COMPLETED/.exec(after(screen, "▶ simple_search Acme Robotics"))![1]!
     expect((await job(id)).payload.workspace_id).toBe(ws)
     await pane.type("/workspace clear")
@@ -203,14 +206,14 @@ describe("platform research in a terminal", () => {
     await pane.type(`/workspace use ${ws}`)
     await pane.waitFor(new RegExp(`using workspace ${ws} \\(terminal demo\\)`))
     await pane.type("/workspace clear")
-  }, 60_000)
+  }, 120_000)
 
   it("/exit leaves", async () => {
     await pane.type("/exit")
-    const until = Date.now() + 10_000
+    const until = Date.now() + 20_000
     while (!(await pane.exited()) && Date.now() < until) await new Promise((r) => setTimeout(r, 100))
     expect(await pane.exited()).toBe(true)
-  }, 15_000)
+  }, 30_000)
 })
 
 describe("the terminal templates on the platform", () => {
@@ -240,8 +243,8 @@ describe("the terminal templates on the platform", () => {
 })
 
 describe("platform research without a terminal", () => {
-  it("raw-mode error then test mode (exit 0 / 1 by outcome), --templates --json, an unreachable API", async () => {
-    const [fromStdin, failing, list, unreachable] = await piped
+  it("raw-mode error then test mode (exit 0 / 1 by outcome), --auto 2 --json, --templates --json, an unreachable API", async () => {
+    const [fromStdin, failing, list, unreachable, auto] = await piped
     expect(fromStdin.code, fromStdin.stderr).toBe(0)
     expect(fromStdin.stderr).toMatch(/^Error: Raw mode is not supported on the current process.stdin: interactive mode needs a terminal; falling back to test mode$/m)
     expect(fromStdin.stderr).toMatch(/^\[ *\d+%\] PROCESSING/m)
@@ -261,8 +264,11 @@ describe("platform research without a terminal", () => {
     ])
     expect(templates.find((t) => t.name === "corporate_intelligence")!.params.map((p) => `${p.name}${p.optional ? "?" : ""}`)).toEqual(["company_name", "ticker?", "industry?"])
 
+    expect(auto.code, auto.stderr).toBe(0)
+    expect(JSON.parse(auto.stdout)).toMatchObject({ runs: 2, succeeded: 2, failed: 0, cancelled: 0, planned: 2, running: false })
+
     expect(unreachable.code).toBe(1)
     expect(unreachable.stdout).toBe("")
     expect(unreachable.stderr.trim().split("\n")).toEqual([`Error: cannot reach the Jobs API at ${down} (ECONNREFUSED); start it with \`platform serve\` or set PLATFORM_API_URL`])
-  }, 90_000)
+  }, 180_000)
 })
