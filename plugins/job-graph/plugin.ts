@@ -1,7 +1,8 @@
 /**
  * Plugin `job-graph`: the `graph` job type (research-jobs spec, "graph"): staged pipelines of
  * graph operations, inline YAML or one of the templates, validated as a whole before anything
- * runs; the template routes; the `merge` operation; `platform graph` commands.
+ * runs; the template routes; the `merge` operation; `platform graph` commands and the terminal
+ * research client `platform research` (an HTTP client of this job type, `research/`).
  *
  * The engine knows no operation by name: it reads the kernel's graph operation registry, so a
  * plugin contributing `graphOps` adds operations every graph and template can use at once.

@@ -1,6 +1,7 @@
 import { Flags } from "@oclif/core"
 import * as readline from "node:readline"
 import { PlatformCommand } from "../../../core/Command.ts"
+import { serverSentEvents } from "../../../core/Sse.ts"
 
 interface Message { role: "system" | "user" | "assistant"; content: string }
 
@@ -36,23 +37,15 @@ export const sendTurn = async (
     out?.(content)
     return { content, finish_reason: json.choices?.[0]?.finish_reason ?? null, usage: json.usage }
   }
-  let content = "", finish: string | null = null, usage: unknown, buffer = ""
-  const decoder = new TextDecoder()
-  for await (const bytes of res.body as unknown as AsyncIterable<Uint8Array>) {
-    buffer += decoder.decode(bytes, { stream: true })
-    let cut: number
-    while ((cut = buffer.indexOf("\n\n")) >= 0) {
-      const event = buffer.slice(0, cut)
-      buffer = buffer.slice(cut + 2)
-      const data = event.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n")
-      if (!data || data === "[DONE]") continue
-      const chunk = JSON.parse(data)
-      if (chunk.error) throw new Error(`stream error: ${chunk.error.message}`)
-      if (chunk.usage) usage = chunk.usage
-      const choice = chunk.choices?.[0]
-      if (choice?.delta?.content) { content += choice.delta.content; out?.(choice.delta.content) }
-      if (choice?.finish_reason) finish = choice.finish_reason
-    }
+  let content = "", finish: string | null = null, usage: unknown
+  for await (const event of serverSentEvents(res.body as unknown as AsyncIterable<Uint8Array>)) {
+    if (event.data === "" || event.data === "[DONE]") continue
+    const chunk = JSON.parse(event.data)
+    if (chunk.error) throw new Error(`stream error: ${chunk.error.message}`)
+    if (chunk.usage) usage = chunk.usage
+    const choice = chunk.choices?.[0]
+    if (choice?.delta?.content) { content += choice.delta.content; out?.(choice.delta.content) }
+    if (choice?.finish_reason) finish = choice.finish_reason
   }
   return { content, finish_reason: finish, usage }
 }
