@@ -97,7 +97,23 @@ const ERROR_DOCS: Record<number, string> = {
   429: "writes_per_minute reached (Retry-After)",
   503: "the store is unavailable"
 }
-const requestBody = (schema: Schema.Schema.Any) => ({ requestBody: { required: true, content: { "application/json": { schema: JSONSchema.make(schema as Schema.Schema<unknown, unknown>, { target: "openApi3.1" }) } } } })
+/**
+ * The OpenAPI `requestBody` of a write whose body this module reads itself (see `readBody`):
+ * the JSON Schema with its `$defs` inlined, since `#/$defs/...` refers to nothing in the document.
+ */
+const requestBody = (schema: Schema.Schema.Any) => {
+  const js = JSONSchema.make(schema as Schema.Schema<unknown, unknown>, { target: "openApi3.1" }) as unknown as Record<string, unknown>
+  const defs = (js.$defs ?? {}) as Record<string, unknown>
+  const inline = (v: unknown): unknown =>
+    Array.isArray(v)
+      ? v.map(inline)
+      : v && typeof v === "object"
+      ? typeof (v as { $ref?: unknown }).$ref === "string"
+        ? inline(defs[((v as { $ref: string }).$ref).replace("#/$defs/", "")])
+        : Object.fromEntries(Object.entries(v).filter(([k]) => k !== "$defs" && k !== "$schema").map(([k, x]) => [k, inline(x)]))
+      : v
+  return { requestBody: { required: true, content: { "application/json": { schema: inline(js) } } } }
+}
 const WRITE_ERRORS = [400, 401, 403, 404, 409, 413, 422, 429, 503]
 
 /** The registry's routes over `registry`. */
