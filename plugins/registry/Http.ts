@@ -21,7 +21,7 @@ import { Art, ArtInput, ClaimRequest, ClaimResponse, Handle, PublishRequest, Reg
 import { type ArtMode, matches, type RegistryError, type RegistryService, type Rendered } from "./Registry.ts"
 
 const Limit = Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 200)).annotations({ description: "1 to 200 (default 50)" })
-const Offset = Schema.NumberFromString.pipe(Schema.int(), Schema.nonNegative()).annotations({ description: "0 or more (default 0)" })
+const Offset = Schema.NumberFromString.pipe(Schema.int(), Schema.between(0, 1_000_000_000)).annotations({ description: "0 to 1,000,000,000 (default 0)" })
 const ArtParam = Schema.Literal("inline", "none").annotations({ description: "inline (default) keeps each CHR block; none replaces it with the art's URL and keeps w and h" })
 const ISO_8601 = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/
 const Since = Schema.String.pipe(
