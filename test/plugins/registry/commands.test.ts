@@ -65,5 +65,5 @@ plugins:
     expect(table.stdout).toMatch(new RegExp(`${second.id}\\s+minted`))
     expect(table.stdout + table.stderr).not.toContain(token.split("_")[2])
     expect(table.stdout + table.stderr).not.toContain(second.token.split("_")[2])
-  }, 300_000)
+  }, 600_000)
 })
