@@ -5,7 +5,7 @@
  * clock read: the same request gives the same bytes).
  */
 import { createHash } from "node:crypto"
-import { gzipSync } from "node:zlib"
+import { gunzipSync, gzipSync } from "node:zlib"
 import { assemble, type AssembleResult } from "../assembler/Assembler.ts"
 import { encodeMemory } from "../engine/Memory.ts"
 import { MAX_STEP } from "../Domain.ts"
@@ -153,6 +153,10 @@ export interface CartridgeDocument {
   notes: Array<string>
 }
 
+/** The content digest a cartridge carries as `meta.minted`: ROM bytes, CHR and console fields. */
+const mintDigest = (romHex: string, chr: Uint8Array, consoleOut: Record<string, unknown>): string =>
+  `sha256:${createHash("sha256").update(romHex).update(Buffer.from(chr)).update(JSON.stringify(consoleOut)).digest("hex").slice(0, 32)}`
+
 /**
  * Assembles, checks and verifies a cartridge, and packs it. @throws AssembleError (422),
  * CartridgeLayoutError (422), TileFormatError (422)
@@ -213,7 +217,7 @@ export const mintCartridge = async (req: CartridgeRequest, runner: CartridgeRunn
 
   const consoleOut: Record<string, unknown> = { tick, input, screen, width: c.width, height: c.height }
   for (const k of ["status", "score", "entropy", "gate_mask", "frame_cost", "dirs", "watch"] as const) if (c[k] !== undefined) consoleOut[k] = c[k]
-  const digest = createHash("sha256").update(rom.bytes).update(Buffer.from(chr)).update(JSON.stringify(consoleOut)).digest("hex")
+  const digest = mintDigest(rom.bytes, chr, consoleOut)
   const document: CartridgeDocument = {
     format: CARTRIDGE_FORMAT,
     version: CARTRIDGE_VERSION,
@@ -229,7 +233,7 @@ export const mintCartridge = async (req: CartridgeRequest, runner: CartridgeRunn
       author: req.meta?.author ?? "",
       blurb: req.meta?.blurb ?? "",
       // content-derived, not a clock: the same request mints the same bytes
-      minted: `sha256:${digest.slice(0, 32)}`
+      minted: digest
     },
     rom: { org: rom.org, end: rom.end, size: rom.size, reset: rom.org, bytes: rom.bytes, labels: rom.labels, source: req.rom.source },
     console: consoleOut,
@@ -238,4 +242,75 @@ export const mintCartridge = async (req: CartridgeRequest, runner: CartridgeRunn
     notes
   }
   return { document, gzip: gzipSync(Buffer.from(JSON.stringify(document)), { level: 9 }) }
+}
+
+/** Bytes that are not a cartridge as minted here; `reason` says which check failed. */
+export class CartridgeFormatError extends Error {
+  readonly _tag = "CartridgeFormatError"
+  constructor(readonly reason: string) {
+    super(`not a cartridge: ${reason}`)
+    this.name = "CartridgeFormatError"
+  }
+}
+
+const isRecord = (u: unknown): u is Record<string, any> => typeof u === "object" && u !== null && !Array.isArray(u)
+
+/**
+ * Checks that `gzip` is a cartridge as `mintCartridge` packs it, without running the chip: gzip
+ * of one JSON document (at most `maxJsonBytes` once inflated) of this format and version; its
+ * source assembles at `rom.org` to exactly `rom.bytes` (org, end, size agree) and passes the
+ * console layout checks again; its tiles parse and `pixels` match `chr`; and `meta.minted` is
+ * the content digest of ROM, tiles and console, so an edited cartridge is refused.
+ * Returns the document. @throws CartridgeFormatError (any failed check, with the reason)
+ */
+export const verifyCartridge = (gzip: Uint8Array, maxJsonBytes = 4 * 1024 * 1024): CartridgeDocument => {
+  let text: string
+  try {
+    text = gunzipSync(gzip, { maxOutputLength: maxJsonBytes }).toString("utf8")
+  } catch (e) {
+    const code = (e as { code?: string }).code
+    throw new CartridgeFormatError(code === "ERR_BUFFER_TOO_LARGE" ? `inflates past ${maxJsonBytes} bytes` : "not gzip data")
+  }
+  let doc: unknown
+  try {
+    doc = JSON.parse(text)
+  } catch {
+    throw new CartridgeFormatError("the gzip does not hold a JSON document")
+  }
+  if (!isRecord(doc) || doc.format !== CARTRIDGE_FORMAT) throw new CartridgeFormatError(`format is not "${CARTRIDGE_FORMAT}"`)
+  if (doc.version !== CARTRIDGE_VERSION) throw new CartridgeFormatError(`version ${JSON.stringify(doc.version)} is not ${CARTRIDGE_VERSION}`)
+  const { rom, console: consoleOut, tiles, meta } = doc
+  if (!isRecord(rom) || typeof rom.source !== "string" || typeof rom.org !== "number" || typeof rom.bytes !== "string") {
+    throw new CartridgeFormatError("rom needs source, org and bytes")
+  }
+  if (!isRecord(consoleOut) || typeof consoleOut.width !== "number" || typeof consoleOut.height !== "number") {
+    throw new CartridgeFormatError("console needs width and height")
+  }
+  if (!isRecord(tiles) || typeof tiles.chr !== "string" || !Array.isArray(tiles.pixels)) throw new CartridgeFormatError("tiles need chr and pixels")
+  if (!isRecord(meta) || typeof meta.name !== "string" || typeof meta.minted !== "string") throw new CartridgeFormatError("meta needs name and minted")
+  let assembled: AssembleResult
+  try {
+    assembled = assemble(rom.source, rom.org)
+  } catch (e) {
+    throw new CartridgeFormatError(`rom.source does not assemble: ${(e as Error).message}`)
+  }
+  if (assembled.bytes !== rom.bytes || assembled.end !== rom.end || assembled.size !== rom.size) {
+    throw new CartridgeFormatError("rom.bytes differ from what rom.source assembles to")
+  }
+  try {
+    checkLayout(assembled, consoleOut as unknown as ConsoleFields)
+  } catch (e) {
+    throw new CartridgeFormatError((e as Error).message)
+  }
+  let chr: Uint8Array
+  try {
+    chr = parseChr(tiles.chr)
+  } catch (e) {
+    throw new CartridgeFormatError((e as Error).message)
+  }
+  if (tiles.count !== chr.length / TILE_BYTES || JSON.stringify(chrToPixels(chr)) !== JSON.stringify(tiles.pixels)) {
+    throw new CartridgeFormatError("tiles.count or tiles.pixels disagree with tiles.chr")
+  }
+  if (meta.minted !== mintDigest(rom.bytes, chr, consoleOut)) throw new CartridgeFormatError("meta.minted does not match the ROM, tiles and console: the cartridge was edited after minting")
+  return doc as unknown as CartridgeDocument
 }
