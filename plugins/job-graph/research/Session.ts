@@ -216,6 +216,7 @@ export const interactive = async (o: SessionOptions): Promise<AutoStats> => {
     const [sub, ...rest] = args
     if (sub === "create" && rest.length > 0) {
       workspace = await o.api.createWorkspace(rest.join(" "))
+      rl?.setPrompt(promptText()) // before `say` re-prompts
       return say(`created workspace ${workspace.workspace_id} (${workspace.name}); runs are filed into it`)
     }
     if (sub === "list") {
@@ -225,6 +226,7 @@ export const interactive = async (o: SessionOptions): Promise<AutoStats> => {
     }
     if (sub === "use" && rest.length === 1) {
       workspace = await o.api.getWorkspace(rest[0]!)
+      rl?.setPrompt(promptText())
       return say(`using workspace ${workspace.workspace_id} (${workspace.name})`)
     }
     if (sub === "info") {
@@ -234,6 +236,7 @@ export const interactive = async (o: SessionOptions): Promise<AutoStats> => {
     }
     if (sub === "clear") {
       workspace = null
+      rl?.setPrompt(promptText())
       return say("no workspace in use: runs are not filed")
     }
     say("usage: /workspace create <name> | list | use <id> | info | clear")
