@@ -1,5 +1,4 @@
 import * as YAML from "yaml"
-import { loadConfig, redact } from "../../../core/Config.ts"
 import { configFlag, PlatformCommand } from "../../Base.ts"
 
 /** `platform config show`: the resolved configuration (env interpolated, defaults applied), secrets redacted. */
@@ -12,6 +11,7 @@ export default class ConfigShow extends PlatformCommand {
   async run(): Promise<unknown> {
     const { flags } = await this.parse(ConfigShow)
     try {
+      const { loadConfig, redact } = await import("../../../core/Config.ts")
       const loaded = await loadConfig({ path: flags.config })
       const shown = redact({ file: loaded.file, ...loaded.config })
       if (!this.jsonEnabled()) this.log(YAML.stringify(shown))
