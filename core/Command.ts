@@ -40,15 +40,32 @@ export abstract class PlatformCommand extends Command {
     return super.catch(err)
   }
 
-  /** Platform errors (by tag, so this module loads none of their modules) become one message and exit 1; others are rethrown. */
+  /**
+   * Platform errors (by tag, so this module loads none of their modules) become one message and
+   * exit 1 (an API's: one line on stderr); others are rethrown. With `--json`, an API's error answer (`ApiFailure`) is printed as
+   * the API gave it (the API's own shape), then exit 1.
+   */
   protected fail(error: unknown): never {
-    if (PLATFORM_ERRORS.has((error as { _tag?: unknown })?._tag as string)) this.error((error as Error).message, { exit: 1 })
+    const tag = (error as { _tag?: unknown })?._tag as string
+    if (tag === "ApiFailure" && this.jsonEnabled()) {
+      this.logJson((error as { body: unknown }).body)
+      this.exit(1)
+    }
+    if ((tag === "ApiUnreachable" || tag === "ApiFailure") && !this.jsonEnabled()) {
+      // One unwrapped line (oclif's error box wraps at the terminal's width): scripts grep it.
+      this.logToStderr(`Error: ${(error as Error).message}`)
+      this.exit(1)
+    }
+    if (PLATFORM_ERRORS.has(tag)) this.error((error as Error).message, { exit: 1 })
     throw error
   }
 }
 
-/** Tags of the errors whose message is the whole story: config (file:line:col), boot (names the plugin), duplicate contributions. */
-const PLATFORM_ERRORS: ReadonlySet<string> = new Set(["ConfigErrors", "ConfigError", "BootError", "DuplicateContribution"])
+/**
+ * Tags of the errors whose message is the whole story: config (file:line:col), boot (names the
+ * plugin), duplicate contributions, an API that is down or refused (`ApiClient.ts`).
+ */
+const PLATFORM_ERRORS: ReadonlySet<string> = new Set(["ConfigErrors", "ConfigError", "BootError", "DuplicateContribution", "ApiUnreachable", "ApiFailure"])
 
 /** Renders rows as an aligned text table (no colours, so it pipes cleanly). */
 export const table = (headers: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string | number | null | undefined>>): string => {
