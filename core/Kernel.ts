@@ -86,10 +86,16 @@ const NO_CONTRIBUTIONS: PluginStatus["contributions"] = { routes: 0, graphOps: [
 
 let tsxRegistered = false
 
-/** The compiled platform runs without a TypeScript loader: a plugin given as TypeScript source (`module: ./my-plugin.ts`) gets tsx's. */
+/**
+ * The compiled platform runs without a TypeScript loader: a plugin given as TypeScript source
+ * (`module: ./my-plugin.ts`) gets tsx's, and its imports of the platform's sources are pointed at
+ * the build the platform runs (`SourceRedirect.ts`), so both share one copy of every module.
+ */
 const typeScriptLoader = async (file: string): Promise<void> => {
   if (tsxRegistered || MODULE_EXT === ".ts" || !/\.[cm]?tsx?$/.test(file)) return
   ;(await import("tsx/esm/api")).register()
+  // Registered after tsx, so it runs first and sees what tsx resolved.
+  ;(await import("node:module")).register(new URL(`./SourceRedirect${MODULE_EXT}`, import.meta.url))
   tsxRegistered = true
 }
 

@@ -18,10 +18,17 @@ export const TERMINAL: ReadonlySet<string> = new Set(["COMPLETED", "FAILED", "CA
 /** `GET /api/v1/jobs/{id}`; `ApiFailure` (404) for an unknown id. */
 export const getJob = async (base: string, id: string): Promise<Job> => (await callApi<Job>(base, "GET", `/api/v1/jobs/${encodeURIComponent(id)}`)).body
 
-/** One line about a job's end: `job_… COMPLETED in 1.2 s`, `job_… FAILED: NETWORK_ERROR: refused`. */
+/** `KIND: message` of a failed job (the API's `error` already starts with the kind, as a rule). */
+export const errorText = (job: Job): string => {
+  const kind = job.error_kind ?? "ERROR"
+  const message = job.error ?? "(no message)"
+  return message.startsWith(`${kind}:`) ? message : `${kind}: ${message}`
+}
+
+/** One line about a job's end: `job_… COMPLETED in 1.2 s`, `job_… FAILED in 0.1 s: NETWORK_ERROR: refused`. */
 export const endLine = (job: Job): string => {
   const took = job.duration_seconds !== undefined ? ` in ${job.duration_seconds.toFixed(1)} s` : ""
-  if (job.status === "FAILED") return `${job.job_id} FAILED${took}: ${job.error_kind ?? "ERROR"}: ${job.error ?? "(no message)"}`
+  if (job.status === "FAILED") return `${job.job_id} FAILED${took}: ${errorText(job)}`
   return `${job.job_id} ${job.status}${took}${job.status === "CANCELLED" && job.error ? `: ${job.error}` : ""}`
 }
 

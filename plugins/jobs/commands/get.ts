@@ -1,6 +1,6 @@
 import { Args } from "@oclif/core"
 import { PlatformCommand } from "../../../core/Command.ts"
-import { apiFlag, getJob, type Job } from "./JobsApi.ts"
+import { apiFlag, errorText, getJob, type Job } from "./JobsApi.ts"
 
 /** `platform jobs get ID`: one job's state, times, error and result (`--json`: the API's job). */
 export default class JobsGet extends PlatformCommand {
@@ -23,7 +23,7 @@ export default class JobsGet extends PlatformCommand {
         ["completed", job.completed_at ?? job.failed_at ?? job.cancelled_at],
         ["duration", job.duration_seconds !== undefined ? `${job.duration_seconds} s` : undefined],
         ["attempts", `${job.attempts} (max retries ${job.max_retries})`],
-        ["error", job.error !== undefined ? `${job.error_kind ?? "ERROR"}: ${job.error}` : undefined],
+        ["error", job.error !== undefined ? errorText(job) : undefined],
         ["files", job.files?.length ? job.files.join(", ") : undefined]
       ]
       for (const [name, value] of rows) if (value !== undefined) this.log(`${name.padEnd(10)} ${value}`)

@@ -1,7 +1,7 @@
 import { Flags } from "@oclif/core"
 import { callApi } from "../../../core/ApiClient.ts"
 import { PlatformCommand, table } from "../../../core/Command.ts"
-import { apiFlag, type Job } from "./JobsApi.ts"
+import { apiFlag, errorText, type Job } from "./JobsApi.ts"
 
 /** The Jobs API's page of jobs (`GET /api/v1/jobs`). */
 interface JobPage {
@@ -38,7 +38,7 @@ export default class JobsList extends PlatformCommand {
       const { body: page } = await callApi<JobPage>(flags["api-url"], "GET", `/api/v1/jobs${query.size ? `?${query}` : ""}`)
       this.log(table(
         ["ID", "TYPE", "STATUS", "PROGRESS", "CREATED", "MESSAGE"],
-        page.jobs.map((j) => [j.job_id, j.job_type, j.status, `${j.progress}%`, j.created_at, j.status === "FAILED" ? `${j.error_kind ?? "ERROR"}: ${j.error ?? ""}` : j.message])
+        page.jobs.map((j) => [j.job_id, j.job_type, j.status, `${j.progress}%`, j.created_at, j.status === "FAILED" ? errorText(j) : j.message])
       ))
       this.log(`${page.jobs.length} of ${page.total} job${page.total === 1 ? "" : "s"}`)
       return page
