@@ -2,6 +2,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
+import { ROOT } from "../../core/Paths.ts"
 import { runCli } from "../support/cli.ts"
 
 const run = runCli
@@ -40,5 +41,25 @@ describe("platform CLI", () => {
     const routes = await run(["routes", "--json"])
     const chip = (JSON.parse(routes.stdout) as Array<{ listener: string; routes: Array<{ method: string; path: string }> }>).find((l) => l.listener === "chip")!
     expect(chip.routes).toContainEqual(expect.objectContaining({ method: "POST", path: "/api/v1/step", plugin: "chip-sim" }))
+  })
+
+  it("the README's CLI table lists every command of the build's manifest, each with an example", () => {
+    const manifest = JSON.parse(fs.readFileSync(path.join(ROOT, "oclif.manifest.json"), "utf8")) as { commands: Record<string, unknown> }
+    const readme = fs.readFileSync(path.join(ROOT, "README.md"), "utf8")
+    const rows = new Map([...readme.matchAll(/^\| `platform ([a-z0-9 -]+)` \| [^|]+\| `([^`]+)` \|$/gm)].map((m) => [m[1]!, m[2]!]))
+    for (const id of [...Object.keys(manifest.commands), "autocomplete"]) {
+      expect(rows.get(id.replaceAll(":", " ")), `README CLI row of ${id}`).toMatch(/^(\S+=\S+ |echo .* \| )?platform /)
+    }
+  })
+
+  it("--help lists the plugins' commands from the manifest; shell completion is set up by autocomplete", async () => {
+    const help = await run(["--help"])
+    expect(help.code).toBe(0)
+    expect(help.stdout).toMatch(/^ {2}jobs +Jobs over the Jobs API/m)
+    const jobs = await run(["jobs", "--help"])
+    for (const c of ["cancel", "files", "get", "list", "submit", "watch"]) expect(jobs.stdout).toMatch(new RegExp(`^ {2}jobs ${c} `, "m"))
+    const completion = await run(["autocomplete", "bash"], { HOME: fs.mkdtempSync(path.join(os.tmpdir(), "home-")) })
+    expect(completion.code).toBe(0)
+    expect(completion.stdout).toContain("platform autocomplete")
   })
 })
