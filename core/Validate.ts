@@ -93,7 +93,8 @@ export const validateConfig = async (loaded: LoadedConfig): Promise<Validation> 
   const listeners = config.listeners.map((l, i): ListenerCheck => {
     const errors: Array<string> = []
     if (l.port !== 0) {
-      const clash = config.listeners.find((o, j) => j !== i && o.port === l.port && (o.host === l.host || WILDCARD.has(o.host) || WILDCARD.has(l.host)))
+      const clash = config.listeners.find((o, j) => j < i && o.port === l.port && (o.host === l.host || WILDCARD.has(o.host) || WILDCARD.has(l.host)))
+      // Reported on the later of the two, as the file is read.
       if (clash) errors.push(`${at(["listeners", i, "port"])} listeners[${i}].port: ${l.host}:${l.port} is also listener "${clash.name}"'s address`)
     }
     return { name: l.name, host: l.host, port: l.port, status: errors.length ? "invalid" : "valid", errors, plugins: plugins.filter((p) => p.status !== "disabled" && p.listener === l.name).map((p) => p.name) }

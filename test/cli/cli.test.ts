@@ -23,6 +23,35 @@ describe("platform CLI", () => {
     expect(JSON.parse(json.stdout).error.message).toContain("platform.yaml:3:11 listeners[0].port")
   })
 
+  it("config validate says what it checked and reports each plugin valid/invalid/disabled (never running), listener clashes too", async () => {
+    const file = tmpConfig("listeners:\n  - { name: a, port: 9101 }\n  - { name: b, port: 9101 }\nplugins:\n  jobs:\n    listener: a\n    backend: embeded\n  job-vectl:\n    listener: a\n  chip-sim:\n    enabled: false\n")
+    const r = await run(["config", "validate", "--config", file])
+    expect(r.code).toBe(1)
+    expect(r.stdout).toContain("the file against the platform schema")
+    expect(r.stdout).toMatch(/^plugin +jobs +invalid/m)
+    expect(r.stdout).toMatch(/^plugin +job-vectl +valid/m)
+    expect(r.stdout).toMatch(/^plugin +chip-sim +disabled/m)
+    expect(r.stdout).toMatch(/^listener +b +invalid +127\.0\.0\.1:9101/m)
+    expect(r.stdout).not.toContain("running")
+    expect(r.stderr).toMatch(/platform\.yaml:7:\d+ plugins\.jobs\.backend: /)
+    expect(r.stdout).toMatch(/platform\.yaml: invalid \(2 errors\)/)
+    const json = JSON.parse((await run(["config", "validate", "--config", file, "--json"])).stdout)
+    expect(json.plugins.map((p: { name: string; status: string }) => `${p.name}:${p.status}`)).toEqual(["jobs:invalid", "job-vectl:valid", "chip-sim:disabled"])
+  })
+
+  it("config show --resolved marks values from environment variables and from defaults", async () => {
+    const file = tmpConfig("listeners:\n  - name: main\n    port: ${P:-1234}\n    host: ${H:-127.0.0.1}\nplugins:\n  jobs:\n    listener: main\n")
+    const r = await run(["config", "show", "--config", file, "--resolved"], { P: "4321" })
+    expect(r.code).toBe(0)
+    expect(r.stdout).toMatch(/^ {4}port: 4321 # env P$/m)
+    expect(r.stdout).toMatch(/^ {4}host: 127\.0\.0\.1 # default of \$\{H:-127\.0\.0\.1\}$/m)
+    expect(r.stdout).toMatch(/^ {4}backend: embedded # default$/m)
+    expect(r.stdout).toMatch(/^ {4}listener: main$/m)
+    const json = JSON.parse((await run(["config", "show", "--config", file, "--resolved", "--json"], { P: "4321" })).stdout)
+    expect(json.sources).toMatchObject({ "listeners.0.port": "env P", "plugins.jobs.backend": "default" })
+    expect(json.sources["plugins.jobs.listener"]).toBeUndefined()
+  })
+
   it("config show redacts secrets and interpolates the environment (--json)", async () => {
     const file = tmpConfig("listeners:\n  - name: main\n    port: ${P:-1234}\nplugins:\n  x:\n    enabled: false\n    api_key: ${KEY}\n")
     const r = await run(["config", "show", "--config", file, "--json"], { KEY: "s3cret" })
