@@ -2,16 +2,17 @@
  * The CLI's kernel side: the registry of commands (the kernel's and those plugins contribute,
  * `collectCommands`) and what every command shares: the `--config` flag, rendering of platform
  * errors (config errors with file:line:col, boot errors naming the plugin) and plain tables.
+ *
+ * Every command module imports this one, and the CLI answers `--help` and starts a command after
+ * loading only it, @oclif/core and that command's module: so it imports nothing else at the top
+ * (the registry and the kernel load inside `collectCommands`, which only the build and the
+ * development entry call).
  */
 import { Command, Flags } from "@oclif/core"
-import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
-import { ConfigError, ConfigErrors } from "./Config.ts"
-import { BootError, ROOT } from "./Kernel.ts"
-import { DuplicateContribution } from "./Registry.ts"
-import * as Registry from "./Registry.ts"
+import { CODE_ROOT, MODULE_EXT } from "./Paths.ts"
 
 /** `--config FILE` (also `PLATFORM_CONFIG`); default: cosmiconfig search from the working directory. */
 export const configFlag = Flags.string({
@@ -39,13 +40,32 @@ export abstract class PlatformCommand extends Command {
     return super.catch(err)
   }
 
+  /**
+   * Platform errors (by tag, so this module loads none of their modules) become one message and
+   * exit 1 (an API's: one line on stderr); others are rethrown. With `--json`, an API's error answer (`ApiFailure`) is printed as
+   * the API gave it (the API's own shape), then exit 1.
+   */
   protected fail(error: unknown): never {
-    if (error instanceof ConfigErrors || error instanceof ConfigError || error instanceof BootError || error instanceof DuplicateContribution) {
-      this.error(error.message, { exit: 1 })
+    const tag = (error as { _tag?: unknown })?._tag as string
+    if (tag === "ApiFailure" && this.jsonEnabled()) {
+      this.logJson((error as { body: unknown }).body)
+      this.exit(1)
     }
+    if ((tag === "ApiUnreachable" || tag === "ApiFailure") && !this.jsonEnabled()) {
+      // One unwrapped line (oclif's error box wraps at the terminal's width): scripts grep it.
+      this.logToStderr(`Error: ${(error as Error).message}`)
+      this.exit(1)
+    }
+    if (PLATFORM_ERRORS.has(tag)) this.error((error as Error).message, { exit: 1 })
     throw error
   }
 }
+
+/**
+ * Tags of the errors whose message is the whole story: config (file:line:col), boot (names the
+ * plugin), duplicate contributions, an API that is down or refused (`ApiClient.ts`).
+ */
+const PLATFORM_ERRORS: ReadonlySet<string> = new Set(["ConfigErrors", "ConfigError", "BootError", "DuplicateContribution", "ApiUnreachable", "ApiFailure"])
 
 /** Renders rows as an aligned text table (no colours, so it pipes cleanly). */
 export const table = (headers: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string | number | null | undefined>>): string => {
@@ -81,8 +101,9 @@ export const defineCommands = (plugin: string, commands: Readonly<Record<string,
  */
 export const collectCommands = async (
   commands: Readonly<Record<string, CommandClass>>,
-  pluginsDir = path.join(ROOT, "plugins")
+  pluginsDir = path.join(CODE_ROOT, "plugins")
 ): Promise<Record<string, CommandClass>> => {
+  const [{ Effect }, Registry, { BootError }] = await Promise.all([import("effect"), import("./Registry.ts"), import("./Kernel.ts")])
   const registry = Registry.make<CommandClass>("CLI command")
   const add = (owner: string, id: string, command: CommandClass) => {
     const added = Effect.runSync(Effect.either(registry.register(owner, id.trim().split(/[\s:]+/).join(":"), command)))
@@ -90,7 +111,7 @@ export const collectCommands = async (
   }
   for (const [id, command] of Object.entries(commands)) add("kernel", id, command)
   for (const name of fs.readdirSync(pluginsDir).sort()) {
-    const file = path.join(pluginsDir, name, "commands.ts")
+    const file = path.join(pluginsDir, name, `commands${MODULE_EXT}`)
     if (!fs.existsSync(file)) continue
     const contributed = (await import(pathToFileURL(file).href)).default as PluginCommands | undefined
     if (contributed?._tag !== "PluginCommands") throw BootError.of(`${file} exports no defineCommands(...) as default`, name)

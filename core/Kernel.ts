@@ -19,11 +19,12 @@ import type { BootMode, Contributions, ListenerInfo, PluginDefinition } from "./
 import { isPluginDefinition } from "./Plugin.ts"
 import { DuplicateContribution } from "./Registry.ts"
 import type { MountedRoute } from "./Server.ts"
+import { builtinModule, MODULE_EXT, ROOT } from "./Paths.ts"
 import { makeApp, serveListener } from "./Server.ts"
 import { Extensions, GraphOpRegistry, layerRegistries, McpToolRegistry, PlatformInfo } from "./Services.ts"
 
-/** Root of this repository (built-in plugins live in `plugins/<name>/plugin.ts`). */
-export const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..")
+/** Root of this repository (see `Paths.ts`; built-in plugins live in `plugins/<name>/plugin.ts`). */
+export { ROOT }
 
 /** Version of the platform (package.json). */
 export const VERSION: string = JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8")).version
@@ -83,12 +84,27 @@ const KERNEL_KEYS = new Set(["enabled", "listener", "module"])
 
 const NO_CONTRIBUTIONS: PluginStatus["contributions"] = { routes: 0, graphOps: [], mcpTools: [] }
 
+let tsxRegistered = false
+
+/**
+ * The compiled platform runs without a TypeScript loader: a plugin given as TypeScript source
+ * (`module: ./my-plugin.ts`) gets tsx's, and its imports of the platform's sources are pointed at
+ * the build the platform runs (`SourceRedirect.ts`), so both share one copy of every module.
+ */
+const typeScriptLoader = async (file: string): Promise<void> => {
+  if (tsxRegistered || MODULE_EXT === ".ts" || !/\.[cm]?tsx?$/.test(file)) return
+  ;(await import("tsx/esm/api")).register()
+  // Registered after tsx, so it runs first and sees what tsx resolved.
+  ;(await import("node:module")).register(new URL(`./SourceRedirect${MODULE_EXT}`, import.meta.url))
+  tsxRegistered = true
+}
+
 /** Resolves and imports a plugin module; returns its definition. */
 export const importPlugin = async (name: string, module: string | undefined, configDir: string): Promise<{ def: PluginDefinition; source: string }> => {
   let file: string
   let source: string
   if (module === undefined) {
-    file = path.join(ROOT, "plugins", name, "plugin.ts")
+    file = builtinModule(name, "plugin")
     source = "built-in"
     if (!fs.existsSync(file)) {
       throw BootError.of(`no built-in plugin named "${name}" (plugins/${name}/plugin.ts); set plugins.${name}.module to load one from elsewhere`, name)
@@ -110,6 +126,7 @@ export const importPlugin = async (name: string, module: string | undefined, con
   }
   let mod: Record<string, unknown>
   try {
+    await typeScriptLoader(file)
     mod = await import(pathToFileURL(file).href)
   } catch (e) {
     throw BootError.of(`cannot load ${file}: ${(e as Error).message}`, name)

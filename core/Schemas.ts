@@ -11,15 +11,16 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { compile } from "json-schema-to-typescript"
 import { PlatformConfig } from "./Config.ts"
-import { importPlugin, ROOT } from "./Kernel.ts"
+import { importPlugin } from "./Kernel.ts"
+import { builtinModule, CODE_ROOT, ROOT } from "./Paths.ts"
 import type { PluginDefinition } from "./Plugin.ts"
 
 type Json = Record<string, unknown>
 
 /** Names of the built-in plugins (folders of `plugins/` holding a `plugin.ts`), sorted. */
 export const builtinPluginNames = (): Array<string> =>
-  fs.existsSync(path.join(ROOT, "plugins"))
-    ? fs.readdirSync(path.join(ROOT, "plugins")).filter((n) => fs.existsSync(path.join(ROOT, "plugins", n, "plugin.ts"))).sort()
+  fs.existsSync(path.join(CODE_ROOT, "plugins"))
+    ? fs.readdirSync(path.join(CODE_ROOT, "plugins")).filter((n) => fs.existsSync(builtinModule(n, "plugin"))).sort()
     : []
 
 const jsonSchemaOf = (schema: Schema.Schema.Any, title: string, id: string): Json => {

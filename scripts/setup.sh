@@ -28,3 +28,7 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
   # optional packages; `npm install` installs exactly the locked versions and leaves it as is.
   npm install --no-audit --no-fund --loglevel=error
 fi
+
+# The compiled platform and CLI (dist/, oclif.manifest.json) that bin/platform.js runs; `npm
+# install` builds them through `prepare`, this covers a checkout whose packages were present.
+node scripts/build.mjs --if-stale

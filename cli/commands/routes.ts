@@ -1,4 +1,3 @@
-import { inspect } from "../../core/Kernel.ts"
 import { configFlag, PlatformCommand, table } from "../Base.ts"
 
 /** `platform routes`: the HTTP routes mounted on each listener. */
@@ -10,6 +9,7 @@ export default class Routes extends PlatformCommand {
   async run(): Promise<Array<{ listener: string; host: string; port: number; routes: Array<{ method: string; path: string; plugin: string; summary: string | null }> }>> {
     const { flags } = await this.parse(Routes)
     try {
+      const { inspect } = await import("../../core/Kernel.ts")
       const kernel = await inspect({ file: flags.config })
       const out = kernel.loaded.config.listeners.map((l) => ({
         listener: l.name,

@@ -1,5 +1,4 @@
 import { Flags } from "@oclif/core"
-import * as Kernel from "../../core/Kernel.ts"
 import { configFlag, PlatformCommand } from "../Base.ts"
 
 /** `platform serve`: launches the serving layers (every plugin, every listener) until SIGINT/SIGTERM. */
@@ -17,6 +16,7 @@ export default class Serve extends PlatformCommand {
     if (flags["log-level"]) process.env.PLATFORM_LOG_LEVEL = flags["log-level"]
     if (this.jsonEnabled()) process.env.PLATFORM_LOG_FORMAT = "json"
     try {
+      const Kernel = await import("../../core/Kernel.ts")
       const loaded = await Kernel.readConfig({ file: flags.config })
       await Kernel.launch(loaded, Kernel.serveLayer(loaded), "shutting down")
     } catch (e) {

@@ -1,6 +1,12 @@
-// Entry of a simulator worker thread: registers tsx's loader in this thread (hooks are per
-// thread), then loads the TypeScript worker. See SimulatorPool.ts.
-import { register } from "tsx/esm/api"
+// Entry of a simulator worker thread (see SimulatorPool.ts). From the compiled build (dist/) the
+// worker module sits beside this file as JavaScript; from the sources, tsx's loader is registered
+// in this thread first (loader hooks are per thread) to load the TypeScript one.
+import { existsSync } from "node:fs"
 
-register()
-await import("./SimulatorWorker.ts")
+if (existsSync(new URL("./SimulatorWorker.js", import.meta.url))) {
+  await import("./SimulatorWorker.js")
+} else {
+  const { register } = await import("tsx/esm/api")
+  register()
+  await import("./SimulatorWorker.ts")
+}

@@ -2,6 +2,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
+import { ROOT } from "../../core/Paths.ts"
 import { runCli } from "../support/cli.ts"
 
 const run = runCli
@@ -22,6 +23,35 @@ describe("platform CLI", () => {
     expect(JSON.parse(json.stdout).error.message).toContain("platform.yaml:3:11 listeners[0].port")
   })
 
+  it("config validate says what it checked and reports each plugin valid/invalid/disabled (never running), listener clashes too", async () => {
+    const file = tmpConfig("listeners:\n  - { name: a, port: 9101 }\n  - { name: b, port: 9101 }\nplugins:\n  jobs:\n    listener: a\n    backend: embeded\n  job-vectl:\n    listener: a\n  chip-sim:\n    enabled: false\n")
+    const r = await run(["config", "validate", "--config", file])
+    expect(r.code).toBe(1)
+    expect(r.stdout).toContain("the file against the platform schema")
+    expect(r.stdout).toMatch(/^plugin +jobs +invalid/m)
+    expect(r.stdout).toMatch(/^plugin +job-vectl +valid/m)
+    expect(r.stdout).toMatch(/^plugin +chip-sim +disabled/m)
+    expect(r.stdout).toMatch(/^listener +b +invalid +127\.0\.0\.1:9101/m)
+    expect(r.stdout).not.toContain("running")
+    expect(r.stderr).toMatch(/platform\.yaml:7:\d+ plugins\.jobs\.backend: /)
+    expect(r.stdout).toMatch(/platform\.yaml: invalid \(2 errors\)/)
+    const json = JSON.parse((await run(["config", "validate", "--config", file, "--json"])).stdout)
+    expect(json.plugins.map((p: { name: string; status: string }) => `${p.name}:${p.status}`)).toEqual(["jobs:invalid", "job-vectl:valid", "chip-sim:disabled"])
+  })
+
+  it("config show --resolved marks values from environment variables and from defaults", async () => {
+    const file = tmpConfig("listeners:\n  - name: main\n    port: ${P:-1234}\n    host: ${H:-127.0.0.1}\nplugins:\n  jobs:\n    listener: main\n")
+    const r = await run(["config", "show", "--config", file, "--resolved"], { P: "4321" })
+    expect(r.code).toBe(0)
+    expect(r.stdout).toMatch(/^ {4}port: 4321 # env P$/m)
+    expect(r.stdout).toMatch(/^ {4}host: 127\.0\.0\.1 # default of \$\{H:-127\.0\.0\.1\}$/m)
+    expect(r.stdout).toMatch(/^ {4}backend: embedded # default$/m)
+    expect(r.stdout).toMatch(/^ {4}listener: main$/m)
+    const json = JSON.parse((await run(["config", "show", "--config", file, "--resolved", "--json"], { P: "4321" })).stdout)
+    expect(json.sources).toMatchObject({ "listeners.0.port": "env P", "plugins.jobs.backend": "default" })
+    expect(json.sources["plugins.jobs.listener"]).toBeUndefined()
+  })
+
   it("config show redacts secrets and interpolates the environment (--json)", async () => {
     const file = tmpConfig("listeners:\n  - name: main\n    port: ${P:-1234}\nplugins:\n  x:\n    enabled: false\n    api_key: ${KEY}\n")
     const r = await run(["config", "show", "--config", file, "--json"], { KEY: "s3cret" })
@@ -40,5 +70,25 @@ describe("platform CLI", () => {
     const routes = await run(["routes", "--json"])
     const chip = (JSON.parse(routes.stdout) as Array<{ listener: string; routes: Array<{ method: string; path: string }> }>).find((l) => l.listener === "chip")!
     expect(chip.routes).toContainEqual(expect.objectContaining({ method: "POST", path: "/api/v1/step", plugin: "chip-sim" }))
+  })
+
+  it("the README's CLI table lists every command of the build's manifest, each with an example", () => {
+    const manifest = JSON.parse(fs.readFileSync(path.join(ROOT, "oclif.manifest.json"), "utf8")) as { commands: Record<string, unknown> }
+    const readme = fs.readFileSync(path.join(ROOT, "README.md"), "utf8")
+    const rows = new Map([...readme.matchAll(/^\| `platform ([a-z0-9 -]+)` \| [^|]+\| `([^`]+)` \|$/gm)].map((m) => [m[1]!, m[2]!]))
+    for (const id of [...Object.keys(manifest.commands), "autocomplete"]) {
+      expect(rows.get(id.replaceAll(":", " ")), `README CLI row of ${id}`).toMatch(/^(\S+=\S+ |echo .* \| )?platform /)
+    }
+  })
+
+  it("--help lists the plugins' commands from the manifest; shell completion is set up by autocomplete", async () => {
+    const help = await run(["--help"])
+    expect(help.code).toBe(0)
+    expect(help.stdout).toMatch(/^ {2}jobs +Jobs over the Jobs API/m)
+    const jobs = await run(["jobs", "--help"])
+    for (const c of ["cancel", "files", "get", "list", "submit", "watch"]) expect(jobs.stdout).toMatch(new RegExp(`^ {2}jobs ${c} `, "m"))
+    const completion = await run(["autocomplete", "bash"], { HOME: fs.mkdtempSync(path.join(os.tmpdir(), "home-")) })
+    expect(completion.code).toBe(0)
+    expect(completion.stdout).toContain("platform autocomplete")
   })
 })

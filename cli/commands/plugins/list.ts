@@ -1,4 +1,4 @@
-import { inspect, type PluginStatus } from "../../../core/Kernel.ts"
+import type { PluginStatus } from "../../../core/Kernel.ts"
 import { configFlag, PlatformCommand, table } from "../../Base.ts"
 
 /** `platform plugins list`: every configured plugin with version, listener, status and contributions. */
@@ -11,6 +11,7 @@ export default class PluginsList extends PlatformCommand {
   async run(): Promise<ReadonlyArray<PluginStatus>> {
     const { flags } = await this.parse(PluginsList)
     try {
+      const { inspect } = await import("../../../core/Kernel.ts")
       const kernel = await inspect({ file: flags.config })
       this.log(table(
         ["NAME", "VERSION", "LISTENER", "STATUS", "CONTRIBUTIONS"],

@@ -1,4 +1,3 @@
-import { writeSchemas } from "../../../core/Schemas.ts"
 import { PlatformCommand } from "../../Base.ts"
 
 /** `platform schemas generate`: rewrites `schemas/` and the config reference in README.md. */
@@ -9,6 +8,7 @@ export default class SchemasGenerate extends PlatformCommand {
 
   async run(): Promise<{ written: Array<string>; removed: Array<string>; errors: Array<string> }> {
     await this.parse(SchemasGenerate)
+    const { writeSchemas } = await import("../../../core/Schemas.ts")
     const result = await writeSchemas()
     for (const f of result.written) this.log(`wrote ${f}`)
     for (const f of result.removed) this.log(`removed ${f}`)

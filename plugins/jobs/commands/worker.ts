@@ -1,6 +1,4 @@
 import { Flags } from "@oclif/core"
-import * as Kernel from "../../../core/Kernel.ts"
-import * as Workers from "../Workers.ts"
 import { configFlag, PlatformCommand } from "../../../core/Command.ts"
 
 /**
@@ -27,6 +25,7 @@ export default class Worker extends PlatformCommand {
     if (flags["log-level"]) process.env.PLATFORM_LOG_LEVEL = flags["log-level"]
     if (this.jsonEnabled()) process.env.PLATFORM_LOG_FORMAT = "json"
     try {
+      const [Kernel, Workers] = await Promise.all([import("../../../core/Kernel.ts"), import("../Workers.ts")])
       const loaded = await Kernel.readConfig({ file: flags.config })
       const layer = Workers.layer(loaded, flags.concurrency ? { concurrency: flags.concurrency } : {})
       await Kernel.launch(loaded, layer, "handing running jobs back and stopping", (kernel) => {

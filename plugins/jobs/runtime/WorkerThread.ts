@@ -5,13 +5,15 @@
  * loop and CPU core while the serving thread answers the API. The two share nothing but Redis: cancels reach the thread the way they
  * reach a `platform worker` process (the cancel channel).
  *
- * Threads do not inherit the TypeScript loader the serving thread was started with, so the thread
- * starts from a small CommonJS bootstrap that registers tsx (`tsx/esm/api`) before importing
- * `Workers.ts`.
+ * Threads do not inherit the TypeScript loader the serving thread was started with, so when the
+ * platform runs from its TypeScript sources the thread starts from a small CommonJS bootstrap that
+ * registers tsx (`tsx/esm/api`) before importing `Workers.ts`; from the compiled build (`dist/`)
+ * it imports `Workers.js` as is.
  */
 import { createRequire } from "node:module"
 import * as path from "node:path"
 import { Worker } from "node:worker_threads"
+import { MODULE_EXT } from "../../../core/Paths.ts"
 
 /** Messages from the thread to its parent. */
 type FromThread =
@@ -22,7 +24,7 @@ type FromThread =
 // Runs inside the thread (CommonJS, evaluated from a string).
 const BOOTSTRAP = `
 const { workerData, parentPort } = require("node:worker_threads")
-require(workerData.tsx).register()
+if (workerData.tsx) require(workerData.tsx).register()
 import(workerData.entry).then(async ({ runWorkers }) => {
   const workers = await runWorkers({ yaml: workerData.text, file: workerData.file, cwd: workerData.cwd, filesUrl: workerData.filesUrl })
   parentPort.on("message", (m) => {
@@ -62,8 +64,8 @@ export const startWorkerThread = (source: { readonly file: string; readonly text
     const thread = new Worker(BOOTSTRAP, {
       eval: true,
       workerData: {
-        tsx: require.resolve("tsx/esm/api"),
-        entry: new URL("../Workers.ts", import.meta.url).href,
+        tsx: MODULE_EXT === ".ts" ? require.resolve("tsx/esm/api") : undefined,
+        entry: new URL(`../Workers${MODULE_EXT}`, import.meta.url).href,
         filesUrl,
         text: source.text,
         file: path.basename(source.file),

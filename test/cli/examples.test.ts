@@ -1,0 +1,102 @@
+/**
+ * Every command's `examples` (from the built oclif manifest, i.e. what `--help` prints), run as
+ * written through bash with `platform` being the compiled binary, so the help never shows a
+ * command line the CLI refuses. The examples run in a folder holding the files they name, against
+ * a real `platform serve` (the addresses 127.0.0.1:9001/9003 they show become its listener, and
+ * the sample job id a job it ran; the sources they name are the shipped examples). Each must get
+ * past oclif's parsing (no usage error); those of commands that manage a running platform must
+ * also reach it and end. Commands that run until stopped (serve, worker, an interactive chat) or
+ * need the internet or minutes (model and netlist downloads, the 6502 functional test) are
+ * stopped after 15 s; the others must end within 60 s.
+ */
+import { spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { afterAll, beforeAll, expect, it } from "vitest"
+import { ROOT } from "../../core/Paths.ts"
+import { BIN, runCli, serve, type Served } from "../support/cli.ts"
+import { platformYaml, tempDir } from "../plugins/jobs/support.ts"
+
+interface Example {
+  readonly id: string
+  readonly line: string
+}
+
+const manifest = JSON.parse(fs.readFileSync(path.join(ROOT, "oclif.manifest.json"), "utf8")) as { commands: Record<string, { examples?: Array<string | { command: string }> }> }
+const examples: Array<Example> = Object.entries(manifest.commands).flatMap(([id, c]) =>
+  (c.examples ?? []).map((e) => ({ id, line: (typeof e === "string" ? e : e.command).replaceAll("<%= config.bin %>", "platform") }))
+)
+
+const SAMPLE_JOB = "job_01jd6f8r2k0000000000000000"
+const USAGE_ERROR = /Nonexistent flags?:|Unexpected arguments?:|Missing \d+ required arg|Missing required flag|command .* not found|Expected --\S+=|Expected a valid/
+
+let platform: Served
+let cwd: string
+let jobId: string
+
+beforeAll(async () => {
+  const yaml = platformYaml({ backend: "embedded", dataDir: tempDir("examples-"), extra: `  gateway:\n    listener: jobs\n    token: t\n    engines:\n      - { id: tiny, kind: llama-cpp, default: true, model_path: /nonexistent/tiny.gguf }\n` })
+  platform = await serve(yaml, ["jobs"])
+  cwd = tempDir("examples-cwd-")
+  fs.writeFileSync(path.join(cwd, "platform.yaml"), yaml)
+  fs.mkdirSync(path.join(cwd, "deploy"))
+  fs.writeFileSync(path.join(cwd, "deploy/platform.yaml"), yaml)
+  fs.writeFileSync(path.join(cwd, "crawl.json"), JSON.stringify({ query: "solar panels", max_urls: 20 }))
+  fs.copyFileSync(path.join(ROOT, "plugins/chip-sim/console/examples/counter.s"), path.join(cwd, "prog.s"))
+  fs.copyFileSync(path.join(ROOT, "plugins/chip-sim/console/examples/game.s"), path.join(cwd, "game.s"))
+  fs.copyFileSync(path.join(ROOT, "plugins/job-graph/templates/basic_research.yaml"), path.join(cwd, "pipeline.yaml"))
+  const submitted = await runCli(["jobs", "submit", "echo", "-f", "value=example", "-f", "file=true", "--watch", "--api-url", platform.url("jobs")])
+  expect(submitted.code).toBe(0)
+  jobId = submitted.stdout.split(" ")[0]!
+}, 120_000)
+
+afterAll(async () => {
+  await platform?.stop()
+})
+
+/** Runs one example line in bash; stops it after `limitMs`. */
+const runExample = (line: string, limitMs: number): Promise<{ code: number | null; output: string; stopped: boolean }> =>
+  new Promise((resolve) => {
+    const api = platform.url("jobs")
+    const script = `platform() { "${process.execPath}" "${BIN}" "$@"; }\n${line.replaceAll("http://127.0.0.1:9001", api).replaceAll("http://127.0.0.1:9003", api).replaceAll(SAMPLE_JOB, jobId)}`
+    const child = spawn("bash", ["-c", script], {
+      cwd,
+      env: { ...process.env, PLATFORM_API_URL: api, GATEWAY_API_URL: api, GATEWAY_URL: api, PLATFORM_CONFIG: "", PLATFORM_LOG_LEVEL: "error" },
+      stdio: ["pipe", "pipe", "pipe"],
+      detached: true
+    })
+    let output = ""
+    child.stdout.on("data", (d) => (output += d))
+    child.stderr.on("data", (d) => (output += d))
+    child.stdin.end()
+    let stopped = false
+    const timer = setTimeout(() => {
+      stopped = true
+      process.kill(-child.pid!, "SIGTERM")
+    }, limitMs)
+    child.once("close", (code) => {
+      clearTimeout(timer)
+      resolve({ code, output, stopped })
+    })
+  })
+
+/** Commands that serve or chat until stopped, or download from the internet, or run for minutes. */
+const LONG_RUNNING = new Set(["serve", "worker", "gateway:chat", "gateway:pull", "chip:fetch-netlist", "chip:run"])
+/** Commands that manage the running platform over its APIs. */
+const MANAGING = /^(jobs|gateway:status)/
+
+it(`runs all ${examples.length} examples of ${Object.keys(manifest.commands).length} commands without a usage error`, async () => {
+  expect(examples.length).toBeGreaterThan(40)
+  const failures: Array<string> = []
+  const queue = [...examples]
+  const work = async () => {
+    for (let ex = queue.shift(); ex; ex = queue.shift()) {
+      const r = await runExample(ex.line, LONG_RUNNING.has(ex.id) ? 15_000 : 60_000)
+      const usage = USAGE_ERROR.test(r.output)
+      const unreachable = MANAGING.test(ex.id) && (/cannot reach the API/.test(r.output) || r.stopped)
+      if (usage || unreachable || (r.stopped && !LONG_RUNNING.has(ex.id))) failures.push(`${ex.line}\n  exit ${r.code}${r.stopped ? " (stopped)" : ""}: ${r.output.trim().split("\n").slice(-3).join(" | ")}`)
+    }
+  }
+  await Promise.all([work(), work(), work()])
+  expect(failures).toEqual([])
+}, 1_800_000)
