@@ -57,7 +57,7 @@ describe("platform CLI", () => {
     const r = await run(["config", "show", "--config", file, "--json"], { KEY: "s3cret" })
     expect(r.code).toBe(0)
     const shown = JSON.parse(r.stdout)
-    expect(shown.listeners[0]).toEqual({ name: "main", host: "127.0.0.1", port: 1234 })
+    expect(shown.listeners[0]).toMatchObject({ name: "main", host: "127.0.0.1", port: 1234 })
     expect(shown.plugins.x.api_key).toBe("***")
     expect(r.stdout).not.toContain("s3cret")
   })

@@ -144,18 +144,18 @@ describe.skipIf(!HAVE_CHROMIUM)("browser", () => {
     const to = await failure(script.handler(scriptPayload({ url: `${fx.url}/form`, timeout: 1_000, actions: [{ type: "click", selector: "#nowhere" }] }), ctx()))
     expect(to.kind).toBe("TIMEOUT")
     expect(to.message).toMatch(/actions\[0\] \(click\)/)
-    expect(Date.now() - t0).toBeLessThan(3_000)
+    expect(Date.now() - t0).toBeLessThan(8_000) // the 1 s deadline, with room for a loaded machine
     const ok = await script.handler(scriptPayload({ url: `${fx.url}/flaky?k=script`, actions: [{ type: "extract_text", selector: "#ok" }] }), ctx())
     expect(ok.extracted_data["#ok"]).toBe("ok after 2")
   })
 
   it("an element action on a selector that fits nothing fails REMOTE_ERROR, named, not retryable, after element_timeout_ms", async () => {
-    const quick = browserJob(pool, directOnly, browserSettings(Schema.decodeUnknownSync(BrowserConfig)({ element_timeout_ms: 300 })))
+    const quick = browserJob(pool, directOnly, browserSettings(Schema.decodeUnknownSync(BrowserConfig)({ element_timeout_ms: 1500 })))
     for (const action of [{ type: "click", selector: "#nowhere" }, { type: "fill", selector: "#nowhere", value: "x" }, { type: "extract_text", selector: "#nowhere" }]) {
       const t0 = Date.now()
       const f = await failure(quick.handler(scriptPayload({ url: `${fx.url}/form`, actions: [{ type: "extract_text", selector: "h1" }, action] }), ctx()))
-      expect([f.kind, f.retryable, f.message]).toEqual(["REMOTE_ERROR", false, `actions[1] (${action.type}) failed: no element fits "#nowhere" within 300 ms`])
-      expect(Date.now() - t0).toBeLessThan(5_000)
+      expect([f.kind, f.retryable, f.message]).toEqual(["REMOTE_ERROR", false, `actions[1] (${action.type}) failed: no element fits "#nowhere" within 1500 ms`])
+      expect(Date.now() - t0).toBeLessThan(15_000)
     }
   })
 
@@ -164,7 +164,8 @@ describe.skipIf(!HAVE_CHROMIUM)("browser", () => {
     const to = await failure(script.handler(scriptPayload({ url: `${fx.url}/small`, timeout: 800, actions: [{ type: "wait", ms: 400 }, { type: "wait", ms: 400 }, { type: "wait", ms: 400 }] }), ctx()))
     expect(to.kind).toBe("TIMEOUT")
     // Which wait it dies in depends on how long the load took on a busy machine.
-    expect(to.message).toMatch(/exceeded its timeout of 800 ms during actions\[[0-2]\] \(wait\)/)
+    // On a loaded machine the page load itself may eat the 800 ms (the clock includes it).
+    expect(to.message).toMatch(/exceeded its timeout of 800 ms during (actions\[[0-2]\] \(wait\)|initial navigation)/)
     expect(Date.now() - t0).toBeLessThan(2_000)
 
     const c = ctx()

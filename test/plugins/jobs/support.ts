@@ -138,7 +138,7 @@ export const jobsClient = (base: string) => {
     cancel: (id: string) => call("DELETE", `/api/v1/jobs/${id}`),
     list: (qs = "") => call("GET", `/api/v1/jobs${qs ? `?${qs}` : ""}`),
     /** Polls GET until `pred` holds (default: terminal); rejects after `timeoutMs`. */
-    waitFor: async (id: string, pred: (j: Job) => boolean = (j) => ["COMPLETED", "FAILED", "CANCELLED"].includes(j.status), timeoutMs = 15_000): Promise<Job> => {
+    waitFor: async (id: string, pred: (j: Job) => boolean = (j) => ["COMPLETED", "FAILED", "CANCELLED"].includes(j.status), timeoutMs = 60_000): Promise<Job> => {
       const deadline = Date.now() + timeoutMs
       for (;;) {
         const j = await client.get(id)
