@@ -108,8 +108,11 @@ const hostileSegment = fc.oneof(
   fc.constantFrom("..", ".", "%2e%2e", "%00", "%ZZ", "%", "a%2Fb", "job_00000000000000000000000000", "ws_x", "ü", "😀", "x".repeat(4000), "echo", "vectl", "graph", "basic_research")
 )
 
-/** The requests of one operation (see the module comment). `extraBodies` adds bodies known to matter (e.g. job payload shapes). */
-export const requestsOf = (op: Operation, components: Json, extraBodies: ReadonlyArray<unknown> = []): fc.Arbitrary<FuzzRequest> => {
+/**
+ * The requests of one operation (see the module comment). `extraBodies` adds bodies known to
+ * matter (e.g. job payload shapes); `tokens` are bearer tokens the platform accepts.
+ */
+export const requestsOf = (op: Operation, components: Json, extraBodies: ReadonlyArray<unknown> = [], tokens: ReadonlyArray<string> = []): fc.Arbitrary<FuzzRequest> => {
   const path = fc.tuple(...op.pathParams.map((p) => fc.oneof(valueOf(p.schema, components).map(String), hostileSegment))).map((values) => {
     let i = 0
     return op.path.replace(/\{[^}]+\}/g, () => encodeSegment(values[i++] as string))
@@ -132,7 +135,9 @@ export const requestsOf = (op: Operation, components: Json, extraBodies: Readonl
   )
   const headers = fc.record({
     "content-type": fc.constantFrom("application/json", "text/plain", "application/x-www-form-urlencoded", "application/json; charset=latin1", ""),
-    authorization: fc.constantFrom("", "Bearer ", "Bearer x", "Basic Zm9vOmJhcg==", "Bearer " + "t".repeat(2000))
+    // Valid tokens too, so guarded routes are fuzzed past their authentication.
+    authorization: fc.constantFrom("", "Bearer ", "Bearer x", "Basic Zm9vOmJhcg==", "Bearer " + "t".repeat(2000), ...tokens.flatMap((t) => [`Bearer ${t}`, `Bearer ${t}`, `Bearer ${t}`])),
+    accept: fc.constantFrom("", "application/json", "application/json, text/event-stream", "*/*")
   }).map((h) => Object.fromEntries(Object.entries(h).filter(([, v]) => v !== "")))
   const method = fc.oneof({ weight: 6, arbitrary: fc.constant(op.method) }, { weight: 1, arbitrary: fc.constantFrom("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS") })
   return fc.record({ method, path, query, headers, body }).map((r) => ({
