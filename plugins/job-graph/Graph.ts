@@ -166,7 +166,13 @@ export const parseSource = (text: string): Source => {
     }
     return { line: 1, column: 1 }
   }
-  return { value: syntax.length > 0 ? null : doc.toJS({ maxAliasCount: 100 }), syntax, at }
+  if (syntax.length > 0) return { value: null, syntax, at }
+  try {
+    return { value: doc.toJS({ maxAliasCount: 100 }), syntax, at }
+  } catch (e) {
+    // An alias to no anchor (`*a`), or one expanding past maxAliasCount: found only on conversion.
+    return { value: null, syntax: [{ line: 1, column: 1, path: "", message: `YAML: ${(e as Error).message.split("\n")[0]}` }], at }
+  }
 }
 
 /** Lookup of operations by name (the kernel's graph operation registry). */

@@ -16,6 +16,8 @@ const HEAD = "name: g\n"
 const BROKEN: ReadonlyArray<readonly [string, string, number, number, string, string]> = [
   ["YAML syntax", `name: g\nstages: [ {name: a\n`, 3, 1, "", "YAML"],
   ["not a mapping", `- a\n- b\n`, 1, 1, "", "YAML mapping"],
+  // Found by the fuzz suite: an alias to no anchor fails only when converted (was a 500).
+  ["alias to no anchor", ` *SbK`, 1, 1, "", "YAML: Unresolved alias"],
   ["unknown top-level key", `${HEAD}stagez: []\nstages:\n  - name: a\n    sequential:\n      - { op: list_urls, params: { n: 1 }, output: u }\noutputs: [u]\n`, 2, 1, "stagez", `unknown key "stagez" (did you mean "stages"?)`],
   ["missing stages", `${HEAD}outputs: []\n`, 1, 1, "", `missing "stages"`],
   ["empty stages", `${HEAD}stages: []\n`, 2, 9, "stages", "stages is empty"],
