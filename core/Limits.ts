@@ -49,8 +49,18 @@ export const limitsFor = (listener: ListenerLimits, method: string, path: string
   }
 }
 
+/** A refusal: what was refused, the setting that refused it, its value. */
+export interface LimitError {
+  readonly error: string
+  readonly limit: string
+  readonly max: number
+}
+
+/** The refusal of a JSON body nested deeper than `max` (the raw and the Effect path both send it). */
+export const tooDeep = (max: number): LimitError => ({ error: `request body nests deeper than ${max} levels`, limit: "json_depth", max })
+
 /** The JSON body of a refusal. */
-export const limitBody = (error: string, limit: string, max: number): string => JSON.stringify({ error, limit, max })
+export const limitBody = (error: string, limit: string, max: number): string => JSON.stringify({ error, limit, max } satisfies LimitError)
 
 /** Schema of a refusal body, for OpenAPI documents. */
 export const LimitErrorBody = Schema.Struct({ error: Schema.String, limit: Schema.String, max: Schema.Number }).annotations({ identifier: "LimitErrorBody", description: "A request refused by a listener limit" })

@@ -19,7 +19,7 @@ import type { FastReply, FastRequest, InvalidLocation, Reply, Route, ValidationI
 import { defaultInvalid, isReply } from "./Route.ts"
 import { HttpError } from "./HttpError.ts"
 import { issuesOf as schemaIssues } from "./Issues.ts"
-import { defaultLimits, jsonDeeperThan, limitBody, type ListenerLimits, limitsFor } from "./Limits.ts"
+import { defaultLimits, jsonDeeperThan, limitBody, type ListenerLimits, limitsFor, tooDeep } from "./Limits.ts"
 
 /** A route as mounted: with the plugin that contributed it. */
 export interface MountedRoute {
@@ -132,7 +132,7 @@ const routeHandler = (route: Route, limits: ListenerLimits) => {
       const text = yield* Effect.either(request.text)
       if (Either.isLeft(text)) return invalid("json", "request body could not be read", [])
       if (jsonDeeperThan(text.right, jsonDepth)) {
-        return HttpServerResponse.unsafeJson(JSON.parse(limitBody(`request body nests deeper than ${jsonDepth} levels`, "json_depth", jsonDepth)), { status: 400 })
+        return HttpServerResponse.unsafeJson(tooDeep(jsonDepth), { status: 400 })
       }
       let json: unknown
       try {
@@ -384,7 +384,8 @@ const dispatcher = (
       if (raw.length > 0) {
         const text = raw.toString("utf8")
         if (jsonDeeperThan(text, jsonDepth)) {
-          return refuse(req, res, 400, `request body nests deeper than ${jsonDepth} levels`, "json_depth", jsonDepth, false)
+          const deep = tooDeep(jsonDepth)
+          return refuse(req, res, 400, deep.error, deep.limit, deep.max, false)
         }
         try {
           json = JSON.parse(text)
