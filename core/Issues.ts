@@ -12,10 +12,10 @@ const EXPECTED = /^Expected (.+), actual (.+)$/s
 /** Merges the issues of one path (see the module comment). */
 const mergeGroup = (group: ReadonlyArray<ParseResult.ArrayFormatterIssue>): ParseResult.ArrayFormatterIssue => {
   if (group.length === 1) return group[0]!
-  const parts = group.map((i) => EXPECTED.exec(i.message))
-  const undefinedOnly = (m: RegExpExecArray | null) => m !== null && m[1] === "undefined"
-  const kept = group.filter((_, k) => !undefinedOnly(parts[k]!))
-  const keptParts = kept.map((i) => EXPECTED.exec(i.message))
+  const parsed = group.map((issue) => ({ issue, m: EXPECTED.exec(issue.message) }))
+  const keptParsed = parsed.filter(({ m }) => !(m !== null && m[1] === "undefined"))
+  const kept = keptParsed.map(({ issue }) => issue)
+  const keptParts = keptParsed.map(({ m }) => m)
   if (kept.length === 0) return group[0]!
   if (kept.length === 1) return kept[0]!
   if (keptParts.every((m) => m !== null && m[2] === keptParts[0]![2])) {
