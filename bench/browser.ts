@@ -19,7 +19,8 @@ import { join } from "node:path"
 import { pathToFileURL } from "node:url"
 import type { JobContext } from "../plugins/jobs/Contract.ts"
 import { directOnly } from "../plugins/jobs/net/GeoRouting.ts"
-import { BrowserConfig, browserSettings, makeBrowserPool } from "../plugins/job-browser/plugin.ts"
+import { BrowserConfig } from "../plugins/job-browser/plugin.ts"
+import { browserSettings, makeBrowserPool } from "../plugins/job-browser/Setup.ts"
 import { screenshotJob } from "../plugins/job-browser/Screenshot.ts"
 
 const COLD_RUNS = 3

@@ -12,8 +12,8 @@
  * `PluginUnavailable`: the kernel logs one line, lists it as `unavailable`, and keeps booting.
  * Any other failure is a boot error naming the plugin.
  */
-import type { Effect, Scope } from "effect"
-import { Schema } from "effect"
+import type { Scope } from "effect"
+import { Effect, Schema } from "effect"
 import type { GraphOperation, McpTool } from "./Contribution.ts"
 import type { Extension } from "./ExtensionPoint.ts"
 import type { Route } from "./Route.ts"
@@ -102,6 +102,14 @@ export const definePlugin = <C, I>(def: {
   readonly resources?: Readonly<Record<string, Schema.Schema.Any>>
   readonly setup: (ctx: PluginContext<C>) => Effect.Effect<Contributions, PluginUnavailable | PluginBootError, Scope.Scope | KernelServices>
 }): PluginDefinition<C> => ({ _tag: "PluginDefinition", dependsOn: [], resources: {}, ...def })
+
+/**
+ * A `setup` that imports the plugin's implementation module (which exports `setup(ctx)`) only when
+ * the plugin is set up. Reading a declaration (`platform config validate`, `--help`, `schemas
+ * generate`) then loads the config schema and none of the implementation's libraries.
+ */
+export const lazySetup = <C>(load: () => Promise<{ readonly setup: PluginDefinition<C>["setup"] }>): PluginDefinition<C>["setup"] =>
+  (ctx) => Effect.flatMap(Effect.promise(load), (m) => m.setup(ctx))
 
 /** True when a module export is a plugin definition (used for `module:` plugins). */
 export const isPluginDefinition = (u: unknown): u is PluginDefinition =>

@@ -11,7 +11,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { compile } from "json-schema-to-typescript"
 import { PlatformConfig } from "./Config.ts"
-import { importPlugin } from "./Kernel.ts"
+import { importPlugin } from "./PluginLoader.ts"
 import { builtinModule, CODE_ROOT, ROOT } from "./Paths.ts"
 import type { PluginDefinition } from "./Plugin.ts"
 

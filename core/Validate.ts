@@ -8,7 +8,7 @@
 import { Either, Schema } from "effect"
 import type { ConfigError, LoadedConfig } from "./Config.ts"
 import { issuesToErrors, PluginEntry } from "./Config.ts"
-import { importPlugin } from "./Kernel.ts"
+import { importPlugin } from "./PluginLoader.ts"
 
 /** One listener as checked. */
 export interface ListenerCheck {

@@ -24,6 +24,9 @@ import { randomBytes } from "node:crypto"
 import { readdirSync, readFileSync } from "node:fs"
 import { chromium, type Browser, type BrowserContext, type BrowserContextOptions } from "playwright-core"
 import { abortFailure, JobFailure } from "../jobs/Contract.ts"
+import { DEFAULT_ARGS } from "./Chromium.ts"
+
+export { DEFAULT_ARGS }
 
 /** The environment variable marking this pool's Chromium processes. */
 export const TAG_ENV = "PLATFORM_JOB_BROWSER"
@@ -76,12 +79,6 @@ export const killTagged = (tag: string): number[] => {
   }
   return pids
 }
-
-/** Chromium flags that keep a headless server browser quiet (ENVIRONMENT-NOTES.md). */
-export const DEFAULT_ARGS: ReadonlyArray<string> = [
-  "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-  "--disable-background-networking", "--disable-component-update", "--disable-sync"
-]
 
 /**
  * Rejects with `abortFailure(signal)` as soon as `signal` aborts, else settles like `p`.

@@ -6,13 +6,11 @@
  * per job. Setup fails with `PluginUnavailable` when `chromium_path` is not an executable, so a
  * machine without Chromium keeps serving everything else. The browser closes with the platform.
  */
-import { Effect, Option, Schema } from "effect"
-import { accessSync, constants } from "node:fs"
-import { directOnly, GeoRouter, jobTypes, torAware } from "../jobs/Contract.ts"
-import { configOption, definePlugin, PluginUnavailable } from "../../core/Plugin.ts"
-import { BrowserPayload, BrowserResult, browserJob } from "./Browser.ts"
-import { BrowserPool, DEFAULT_ARGS } from "./BrowserPool.ts"
-import { type BrowserJobSettings, ScreenshotPayload, ScreenshotResult, screenshotJob, screenshotOp } from "./Screenshot.ts"
+import { Schema } from "effect"
+import { configOption, definePlugin, lazySetup } from "../../core/Plugin.ts"
+import { BrowserPayload, BrowserResult } from "./Browser.ts"
+import { DEFAULT_ARGS } from "./Chromium.ts"
+import { ScreenshotPayload, ScreenshotResult } from "./Screenshot.ts"
 
 const opt = configOption
 
@@ -32,21 +30,6 @@ export const BrowserConfig = Schema.Struct({
 }).annotations({ identifier: "JobBrowserConfig" })
 export type BrowserConfig = typeof BrowserConfig.Type
 
-/** The job settings of a decoded config. */
-export const browserSettings = (c: BrowserConfig): BrowserJobSettings => ({
-  navigationTimeoutMs: c.navigation_timeout_ms,
-  elementTimeoutMs: c.element_timeout_ms,
-  max429Retries: c.max_429_retries,
-  backoffBaseMs: c.backoff_base_ms,
-  backoffMaxMs: c.backoff_max_ms,
-  jpegQuality: c.jpeg_quality,
-  maxUrls: c.max_urls
-})
-
-/** The pool of a decoded config (launches nothing until the first job). */
-export const makeBrowserPool = (c: BrowserConfig, tag?: string): BrowserPool =>
-  new BrowserPool({ executablePath: c.chromium_path, args: c.chromium_args, launchTimeoutMs: c.launch_timeout_ms, tag })
-
 export default definePlugin({
   name: "job-browser",
   version: "0.1.0",
@@ -56,22 +39,5 @@ export default definePlugin({
   defaultListener: "jobs",
   config: BrowserConfig,
   resources: { ScreenshotPayload, ScreenshotResult, BrowserPayload, BrowserResult },
-  setup: (ctx) =>
-    Effect.gen(function* () {
-      const c = ctx.config
-      try {
-        accessSync(c.chromium_path, constants.X_OK)
-      } catch {
-        return yield* Effect.fail(new PluginUnavailable({ reason: `Chromium not found at ${c.chromium_path} (apt-get install -y chromium, or set plugins.job-browser.chromium_path)` }))
-      }
-      const geo = torAware(Option.getOrElse(yield* Effect.serviceOption(GeoRouter), () => directOnly), c.tor_proxy_url)
-      // Released with the platform scope: no Chromium outlives the platform.
-      const pool = yield* Effect.acquireRelease(Effect.sync(() => makeBrowserPool(c)), (p) => Effect.promise(() => p.close()))
-      const s = browserSettings(c)
-      return {
-        extensions: jobTypes(screenshotJob(pool, geo, s), browserJob(pool, geo, s)),
-        graphOps: [screenshotOp(pool, geo, s)],
-        status: () => ({ chromium: c.chromium_path, browser_warm: pool.warm, launches: pool.launches, open_contexts: pool.openContexts })
-      }
-    })
+  setup: lazySetup(() => import("./Setup.ts"))
 })

@@ -17,14 +17,27 @@ import type { BootMode } from "../../core/Plugin.ts"
 import { Extensions } from "../../core/Services.ts"
 import { JobTypes } from "./JobType.ts"
 import { JobsStorage } from "./Storage.ts"
-import { makeBucket } from "./runtime/Bucket.ts"
-import { inProcessLocks, redisLocks } from "./runtime/Locks.ts"
 import { type FileStore, FilesSettings, makeFileStore, uploadKey } from "./runtime/FileStore.ts"
-import { routes } from "./runtime/Http.ts"
-import * as Backend from "./runtime/Backend.ts"
-import { JobsRuntime } from "./runtime/Runtime.ts"
+import type { JobsRuntime } from "./runtime/Runtime.ts"
 import { JobsSettings } from "./runtime/Settings.ts"
-import { startWorkerThread, type WorkerThread } from "./runtime/WorkerThread.ts"
+import type { WorkerThread } from "./runtime/WorkerThread.ts"
+
+/**
+ * The runtime's modules (BullMQ, ioredis, the HTTP handlers), imported when the plugin is set up
+ * rather than when it is declared: `platform config validate` and `--help` read this file only.
+ */
+const loadRuntime = Effect.promise(async () => {
+  const [Bucket, Locks, Http, Backend, Runtime, Thread] = await Promise.all([
+    import("./runtime/Bucket.ts"),
+    import("./runtime/Locks.ts"),
+    import("./runtime/Http.ts"),
+    import("./runtime/Backend.ts"),
+    import("./runtime/Runtime.ts"),
+    import("./runtime/WorkerThread.ts")
+  ])
+  return { ...Bucket, ...Locks, ...Http, Backend, ...Runtime, ...Thread }
+})
+type Loaded = Effect.Effect.Success<typeof loadRuntime>
 
 /** Config of `plugins.jobs` in platform.yaml: the runtime settings plus the file store. */
 export const JobsConfig = Schema.extend(
@@ -42,7 +55,7 @@ export type JobsConfig = typeof JobsConfig.Type
  * excluded; in-process for embedded, whose workers all run in the serving process; in-process
  * too when inspecting, which runs nothing), and stored files read back by URL.
  */
-const sharedStorage = (c: JobsConfig, dataDir: string, files: FileStore, mode: BootMode): JobsStorage => ({
+const sharedStorage = ({ makeBucket, redisLocks, inProcessLocks }: Loaded, c: JobsConfig, dataDir: string, files: FileStore, mode: BootMode): JobsStorage => ({
   id: "jobs",
   backend: c.files.backend,
   jobsBackend: c.backend,
@@ -67,6 +80,8 @@ export default definePlugin({
   config: JobsConfig,
   setup: (ctx) =>
     Effect.gen(function*() {
+      const loaded = yield* loadRuntime
+      const { routes, Backend, JobsRuntime, startWorkerThread } = loaded
       const registry = (yield* Extensions).registry(JobTypes)
       const files = yield* Effect.try({
         try: () =>
@@ -80,7 +95,7 @@ export default definePlugin({
       })
       const storage = yield* Effect.acquireRelease(
         Effect.try({
-          try: () => sharedStorage(ctx.config, ctx.dataDir, files, ctx.mode),
+          try: () => sharedStorage(loaded, ctx.config, ctx.dataDir, files, ctx.mode),
           catch: (e) => new PluginBootError({ reason: `files: ${(e as Error).message}` })
         }),
         (s) => Effect.promise(() => s.locks.close())

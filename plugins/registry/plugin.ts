@@ -8,13 +8,9 @@
  * Storage: `store: embedded` (one SQLite file, `<data_dir>/registry/registry.sqlite`) or
  * `store: postgres` (every instance on one database); migrations run when the platform serves.
  */
-import { Context, Effect, Layer } from "effect"
-import { definePlugin, PluginUnavailable } from "../../core/Plugin.ts"
+import { definePlugin, lazySetup } from "../../core/Plugin.ts"
 import { ArtInput, ClaimRequest, PublishRequest, RegistryIndex, RomEntry, RomList, UpdateRequest } from "./Api.ts"
 import { RegistryConfig } from "./Config.ts"
-import { routes } from "./Http.ts"
-import * as Registry from "./Registry.ts"
-import * as Store from "./Store.ts"
 
 export default definePlugin({
   name: "registry",
@@ -31,13 +27,5 @@ export default definePlugin({
     RegistryRomList: RomList,
     RegistryRom: RomEntry
   },
-  setup: (ctx) =>
-    Effect.gen(function* () {
-      // Inspection lists routes only: it opens the store without migrating (nothing is served).
-      const layer = Registry.layer(ctx.config.limits).pipe(Layer.provide(Store.layerConfig(ctx.config, ctx.dataDir, { migrate: ctx.mode === "serve" })))
-      // A database that cannot be reached leaves the rest of the platform serving.
-      const registry = Context.get(yield* Layer.build(layer).pipe(Effect.mapError((e) => new PluginUnavailable({ reason: e.error }))), Registry.Registry)
-      yield* Effect.logInfo(`registry: ${ctx.config.store} store ready`)
-      return { routes: routes(registry), status: () => ({ store: ctx.config.store }) }
-    })
+  setup: lazySetup(() => import("./Setup.ts"))
 })

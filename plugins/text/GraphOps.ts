@@ -7,8 +7,10 @@ import { Schema } from "effect"
 import type { GraphOpContext, GraphOperation } from "../../core/Contribution.ts"
 import { Doc, Page, Text, textOf } from "../../core/GraphTypes.ts"
 import { JobFailure } from "../jobs/Contract.ts"
+import { ImageRef } from "./Api.ts"
 import { blockText, contentKind, mainContent, normalizePlain, toMarkdown } from "./Extract.ts"
 import { type ImageReader, ocrParagraphs, readImage, tesseract, type TesseractOptions } from "./Ocr.ts"
+export { ImageRef } from "./Api.ts"
 import { boilerplateRatio, detectLanguage, jaccard, LANGUAGES, shingles, words } from "./Quality.ts"
 
 /** Params of `to_markdown`, `to_text` and `to_text_batch`. */
@@ -191,11 +193,6 @@ export const qualityFilterOp: GraphOperation<typeof QualityParams.Type, Readonly
   }
 }
 
-/** An image reference: a stored image (`file_url`) and the page it shows (`url`), as `screenshot` outputs. */
-export const ImageRef = Schema.Struct({
-  file_url: Schema.String,
-  url: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null })
-}).annotations({ identifier: "TextImageRef", description: "an image: file_url, and the page url it was taken of when known" })
 
 /** `ocr` params. */
 export const OcrParams = Schema.Struct({

@@ -5,9 +5,9 @@
  * operations in every worker process. Without tesseract the plugin still boots; `ocr` then fails
  * with a message naming the package.
  */
-import { Effect, Schema } from "effect"
-import { configOption, definePlugin } from "../../core/Plugin.ts"
-import { ImageRef, ocrOp, qualityFilterOp, toMarkdownOp, toTextBatchOp, toTextOp } from "./GraphOps.ts"
+import { Schema } from "effect"
+import { configOption, definePlugin, lazySetup } from "../../core/Plugin.ts"
+import { ImageRef } from "./Api.ts"
 
 const opt = configOption
 
@@ -30,17 +30,5 @@ export default definePlugin({
   defaultListener: "jobs",
   config: TextConfig,
   resources: { TextImageRef: ImageRef },
-  setup: (ctx) =>
-    Effect.succeed({
-      graphOps: [
-        toMarkdownOp,
-        toTextOp,
-        toTextBatchOp,
-        qualityFilterOp,
-        ocrOp({
-          tesseract: { path: ctx.config.tesseract_path, languages: ctx.config.ocr_languages, timeoutMs: ctx.config.ocr_timeout_s * 1000 },
-          images: { maxBytes: ctx.config.max_image_bytes, allowFileUrls: ctx.config.allow_file_urls }
-        })
-      ]
-    })
+  setup: lazySetup(() => import("./Setup.ts"))
 })

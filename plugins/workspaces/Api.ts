@@ -4,7 +4,8 @@
  * manifests and records, artifact records, search; and the errors the routes answer with, each a
  * `Schema.TaggedError` carrying its HTTP status (the kernel sends it as its encoded JSON).
  */
-import { HttpApiSchema } from "@effect/platform"
+// The module, not the package index: the plugin declaration imports these shapes.
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import { Schema } from "effect"
 
 /** `ws_` + 1-64 letters/digits: anything else is never a workspace (and never reaches storage). */

@@ -4,14 +4,9 @@
  * `workspace_id` is filed by the run observer this plugin registers with `job-graph`; the routes
  * (`Http.ts`) manage, archive, list and search workspaces. The service is `Workspaces.ts`.
  */
-import { Effect, Schema } from "effect"
-import { configOption, definePlugin, PluginBootError } from "../../core/Plugin.ts"
-import { Extensions, GraphOpRegistry } from "../../core/Services.ts"
-import { graphRunObservers } from "../job-graph/Contract.ts"
-import { jobsStorage } from "../jobs/Contract.ts"
+import { Schema } from "effect"
+import { configOption, definePlugin, lazySetup } from "../../core/Plugin.ts"
 import { ArtifactRecord, CreateWorkspace, PatchWorkspace, RunDetail, RunManifest, RunRecord, SearchRequest, SearchResult, WorkspaceManifest } from "./Api.ts"
-import { routes } from "./Http.ts"
-import { make } from "./Workspaces.ts"
 
 const opt = configOption
 
@@ -19,6 +14,7 @@ const opt = configOption
 export const WorkspacesConfig = Schema.Struct({
   embed_batch_size: opt(Schema.Int.pipe(Schema.between(1, 2048)), 32, "EMBED_BATCH_SIZE of indexing: chunks per embedding call")
 }).annotations({ identifier: "WorkspacesConfig" })
+export type WorkspacesConfig = typeof WorkspacesConfig.Type
 
 export default definePlugin({
   name: "workspaces",
@@ -29,16 +25,5 @@ export default definePlugin({
   defaultListener: "jobs",
   config: WorkspacesConfig,
   resources: { WorkspaceManifest, CreateWorkspace, PatchWorkspace, WorkspaceRun: RunRecord, WorkspaceRunManifest: RunManifest, WorkspaceRunDetail: RunDetail, WorkspaceArtifact: ArtifactRecord, WorkspaceSearch: SearchRequest, WorkspaceSearchResult: SearchResult },
-  setup: (ctx) =>
-    Effect.gen(function*() {
-      const storage = jobsStorage(yield* Extensions)
-      if (!storage) return yield* Effect.fail(new PluginBootError({ reason: "the jobs plugin shares no storage (is it enabled?)" }))
-      const ops = yield* GraphOpRegistry
-      const service = make({ storage, ops, limits: { embedBatchSize: ctx.config.embed_batch_size, maxParallel: 4, fetchTimeoutMs: 30_000 } })
-      return {
-        routes: routes(service),
-        extensions: graphRunObservers(service.observer),
-        status: () => ({ file_store: storage.backend, locks: storage.jobsBackend === "redis" ? "redis" : "in-process" })
-      }
-    })
+  setup: lazySetup(() => import("./Setup.ts"))
 })

@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { JobFailure } from "../../../plugins/jobs/Contract.ts"
 import { gatewayUrlOf, scoreRelevance } from "../../../plugins/llm/Contract.ts"
 import { entitiesOp, summarizeOp, topicsOp } from "../../../plugins/llm/GraphOps.ts"
-import { configuredListener } from "../../../plugins/llm/plugin.ts"
+import { configuredListener } from "../../../plugins/llm/Setup.ts"
 import { type ModelServer, startModelServer } from "../../fixtures/model-server.ts"
 import { expectJobFailure, jobContexts } from "../jobs/net/jobContext.ts"
 import { clientOf, NEWS } from "./support.ts"

@@ -8,7 +8,8 @@ import { Effect, Schema } from "effect"
 import type { GraphOpContext, GraphOperation } from "../../../core/Contribution.ts"
 import * as Registry from "../../../core/Registry.ts"
 import type { SearchProvider } from "../../../plugins/web/Contract.ts"
-import { makeWebDeps, WebConfig, webOps } from "../../../plugins/web/plugin.ts"
+import { WebConfig } from "../../../plugins/web/plugin.ts"
+import { makeWebDeps, webOps } from "../../../plugins/web/Setup.ts"
 
 /** The web ops of a config (`overrides` of platform.yaml keys), by name, with their deps. */
 export const webOpsFor = (overrides: Record<string, unknown> = {}) => {
