@@ -58,6 +58,17 @@ for (const e of fs.readdirSync(DIST, { recursive: true, withFileTypes: true })) 
   if (e.isFile() && rel.endsWith(".js") && !sources.has(rel.replace(/\.js$/, ".ts")) && !sources.has(rel)) fs.rmSync(path.join(DIST, rel))
 }
 
+// A relative import left with its `.ts` extension would fail only when that code path runs:
+// tsc (5.9) does not rewrite dynamic imports inside an `export default` expression.
+const unrewritten = [...fs.readdirSync(DIST, { recursive: true, withFileTypes: true })]
+  .filter((e) => e.isFile() && e.name.endsWith(".js"))
+  .map((e) => path.join(e.parentPath ?? e.path, e.name))
+  .filter((f) => /\bimport\s*\(\s*["']\.{1,2}\/[^"']+\.ts["']/.test(fs.readFileSync(f, "utf8")))
+if (unrewritten.length) {
+  console.error(`build: relative .ts imports left in ${unrewritten.map((f) => path.relative(ROOT, f)).join(", ")} (bind the import outside \`export default\`)`)
+  process.exit(1)
+}
+
 // 3. The manifest: oclif builds it from the explicit command table, then each entry is pointed at its module.
 const { Plugin } = await import("@oclif/core")
 const pjson = JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8"))

@@ -30,6 +30,9 @@ export const BrowserConfig = Schema.Struct({
 }).annotations({ identifier: "JobBrowserConfig" })
 export type BrowserConfig = typeof BrowserConfig.Type
 
+// Bound here, not inside `export default`: tsc (5.9) leaves `.ts` in dynamic imports there.
+const setup = lazySetup(() => import("./Setup.ts"))
+
 export default definePlugin({
   name: "job-browser",
   version: "0.1.0",
@@ -39,5 +42,5 @@ export default definePlugin({
   defaultListener: "jobs",
   config: BrowserConfig,
   resources: { ScreenshotPayload, ScreenshotResult, BrowserPayload, BrowserResult },
-  setup: lazySetup(() => import("./Setup.ts"))
+  setup
 })

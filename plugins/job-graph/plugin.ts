@@ -25,6 +25,9 @@ export const GraphConfig = Schema.Struct({
 }).annotations({ identifier: "JobGraphConfig" })
 export type GraphConfig = typeof GraphConfig.Type
 
+// Bound here, not inside `export default`: tsc (5.9) leaves `.ts` in dynamic imports there.
+const setup = lazySetup(() => import("./Setup.ts"))
+
 export default definePlugin({
   name: "job-graph",
   version: "0.1.0",
@@ -33,5 +36,5 @@ export default definePlugin({
   defaultListener: "jobs",
   config: GraphConfig,
   resources: { GraphPayload: GraphPayloadFields, GraphResult, GraphProblem, GraphValidationReport: ValidationReport, GraphOperationInfo: OperationInfo, GraphTemplate: TemplateInfo },
-  setup: lazySetup(() => import("./Setup.ts"))
+  setup
 })

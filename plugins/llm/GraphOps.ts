@@ -11,7 +11,7 @@ import { invalid, JobFailure } from "../jobs/Contract.ts"
 import type { CallOverrides, ChatClient } from "./Client.ts"
 import { type EntityStore, entityKey, mergeEntities, StoreName } from "./EntityStore.ts"
 import * as Prompts from "./Prompts.ts"
-import { scoreRelevance } from "./Contract.ts"
+import { scoreRelevance } from "./Relevance.ts"
 import { citedNumbers, collectUrls, countMentions, fitBudget, limitWords, renderAny, type Source, toSources } from "./Sources.ts"
 
 /** Params every model-calling op takes: `model` and `base_url` override the plugin's config for this op. */

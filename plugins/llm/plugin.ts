@@ -16,6 +16,9 @@ import { Comparison, StoreEntityResult } from "./GraphOps.ts"
 export const LlmConfig = Schema.Struct(llmConfigFields).annotations({ identifier: "LlmConfig" })
 export type LlmConfig = typeof LlmConfig.Type
 
+// Bound here, not inside `export default`: tsc (5.9) leaves `.ts` in dynamic imports there.
+const setup = lazySetup(() => import("./Setup.ts"))
+
 export default definePlugin({
   name: "llm",
   version: "0.1.0",
@@ -27,5 +30,5 @@ export default definePlugin({
   defaultListener: "jobs",
   config: LlmConfig,
   resources: { LlmComparison: Comparison, LlmStoreEntityResult: StoreEntityResult, EntityStoreFile: StoredEntities },
-  setup: lazySetup(() => import("./Setup.ts"))
+  setup
 })

@@ -21,6 +21,9 @@ export const TextConfig = Schema.Struct({
 }).annotations({ identifier: "TextConfig" })
 export type TextConfig = typeof TextConfig.Type
 
+// Bound here, not inside `export default`: tsc (5.9) leaves `.ts` in dynamic imports there.
+const setup = lazySetup(() => import("./Setup.ts"))
+
 export default definePlugin({
   name: "text",
   version: "0.1.0",
@@ -30,5 +33,5 @@ export default definePlugin({
   defaultListener: "jobs",
   config: TextConfig,
   resources: { TextImageRef: ImageRef },
-  setup: lazySetup(() => import("./Setup.ts"))
+  setup
 })

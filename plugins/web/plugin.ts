@@ -26,6 +26,9 @@ export const WebConfig = Schema.Struct({
 }).annotations({ identifier: "WebConfig" })
 export type WebConfig = typeof WebConfig.Type
 
+// Bound here, not inside `export default`: tsc (5.9) leaves `.ts` in dynamic imports there.
+const setup = lazySetup(() => import("./Setup.ts"))
+
 export default definePlugin({
   name: "web",
   version: "0.1.0",
@@ -34,5 +37,5 @@ export default definePlugin({
   defaultListener: "jobs",
   config: WebConfig,
   resources: { WebPage: Page },
-  setup: lazySetup(() => import("./Setup.ts"))
+  setup
 })

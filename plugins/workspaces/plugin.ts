@@ -16,6 +16,9 @@ export const WorkspacesConfig = Schema.Struct({
 }).annotations({ identifier: "WorkspacesConfig" })
 export type WorkspacesConfig = typeof WorkspacesConfig.Type
 
+// Bound here, not inside `export default`: tsc (5.9) leaves `.ts` in dynamic imports there.
+const setup = lazySetup(() => import("./Setup.ts"))
+
 export default definePlugin({
   name: "workspaces",
   version: "0.1.0",
@@ -25,5 +28,5 @@ export default definePlugin({
   defaultListener: "jobs",
   config: WorkspacesConfig,
   resources: { WorkspaceManifest, CreateWorkspace, PatchWorkspace, WorkspaceRun: RunRecord, WorkspaceRunManifest: RunManifest, WorkspaceRunDetail: RunDetail, WorkspaceArtifact: ArtifactRecord, WorkspaceSearch: SearchRequest, WorkspaceSearchResult: SearchResult },
-  setup: lazySetup(() => import("./Setup.ts"))
+  setup
 })
