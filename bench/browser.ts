@@ -10,7 +10,7 @@
  * - `launch_ms`: Chromium launch alone, mean over the cold runs.
  * Run: `node --import tsx bench/browser.ts` (needs /usr/bin/chromium).
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"

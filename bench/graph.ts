@@ -11,7 +11,7 @@
  * `*_ms`, `engine_overhead_ms_per_op` = (engine − direct) / 4 operations, and
  * `job_overhead_ms` = job − engine (queueing, records, result storage, polling at 20 ms).
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { ROOT, startPlatform } from "../core/Kernel.ts"
 import type { GraphOpContext } from "../core/Contribution.ts"
 import { run } from "../plugins/job-graph/Engine.ts"

@@ -10,7 +10,9 @@
  *   line and column come from the `yaml` parser's node ranges (1-based).
  */
 import { cosmiconfig } from "cosmiconfig"
-import { Either, ParseResult, Schema } from "effect"
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as nodePath from "node:path"

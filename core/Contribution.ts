@@ -4,7 +4,8 @@
  * a duplicate is a boot error naming both plugins. Kinds a plugin owns (the `jobs` plugin's job
  * types) are extension points (`ExtensionPoint.ts`).
  */
-import type { Effect, Schema } from "effect"
+import type * as Effect from "effect/Effect"
+import type * as Schema from "effect/Schema"
 import type { GraphType } from "./GraphTypes.ts"
 
 /**

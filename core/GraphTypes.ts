@@ -15,7 +15,7 @@
  * operations of different plugins: an op producing `html[]` outputs `Page[]`, one consuming
  * `chunk[]` reads `Chunk[]`. Every shape is JSON (the result of a graph is stored as JSON).
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 /** Base type names and their parent (`null`: a root). */
 export const GRAPH_BASE_TYPES = {

@@ -7,7 +7,8 @@
  * `HttpApiSchema.annotations({ status })` and are sent as their encoded JSON.
  */
 import { HttpServerRespondable, HttpServerResponse } from "@effect/platform"
-import { Effect, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 
 export class HttpError extends Schema.TaggedError<HttpError>()("HttpError", {
   status: Schema.Number,

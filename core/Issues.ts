@@ -5,7 +5,7 @@
  * (`Expected undefined, actual -1` beside the real problem); here they become one issue:
  * `Expected "a" | "b", actual "c"`, the `undefined` member left out once a value was given.
  */
-import { ParseResult } from "effect"
+import * as ParseResult from "effect/ParseResult"
 
 const EXPECTED = /^Expected (.+), actual (.+)$/s
 

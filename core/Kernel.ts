@@ -6,7 +6,15 @@
  * position (see `Config.ts`). A plugin failing with `PluginUnavailable` is reported and skipped
  * (as are plugins depending on it); the others keep serving.
  */
-import { Cause, Context, Effect, Either, Exit, Layer, Option, Schema, Scope } from "effect"
+import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import * as Scope from "effect/Scope"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import type { LoadedConfig } from "./Config.ts"

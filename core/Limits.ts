@@ -17,7 +17,7 @@
  *
  * Every refusal is JSON `{error, limit, max}`: `limit` names the setting, `max` its value.
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 /** Limits a route can carry (and platform.yaml override per route). */
 export const RouteLimits = Schema.Struct({

@@ -2,7 +2,9 @@
  * Logger layer from `log` settings: JSON lines (production) or pretty (a terminal), with a
  * minimum level. `PLATFORM_LOG_LEVEL` / `PLATFORM_LOG_FORMAT` override the file (tests use them).
  */
-import { Layer, Logger, LogLevel } from "effect"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
 
 const LEVELS: Record<string, LogLevel.LogLevel> = {
   trace: LogLevel.Trace,

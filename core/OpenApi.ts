@@ -2,7 +2,8 @@
  * OpenAPI 3.1 document of what is mounted on one listener, derived from the route declarations
  * (`JSONSchema.make` of each Schema; shared `$defs` hoisted into `components.schemas`).
  */
-import { JSONSchema, Schema } from "effect"
+import * as JSONSchema from "effect/JSONSchema"
+import * as Schema from "effect/Schema"
 import type { MountedRoute } from "./Server.ts"
 import { ValidationErrorBody } from "./Route.ts"
 

@@ -12,8 +12,9 @@
  * `PluginUnavailable`: the kernel logs one line, lists it as `unavailable`, and keeps booting.
  * Any other failure is a boot error naming the plugin.
  */
-import type { Scope } from "effect"
-import { Effect, Schema } from "effect"
+import type * as Scope from "effect/Scope"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import type { GraphOperation, McpTool } from "./Contribution.ts"
 import type { Extension } from "./ExtensionPoint.ts"
 import type { Route } from "./Route.ts"

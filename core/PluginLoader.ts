@@ -3,7 +3,7 @@
  * npm package named by `plugins.<name>.module`. Apart from the kernel so that reading plugin
  * declarations (`platform config validate`, `schemas generate`) loads no server.
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { createRequire } from "node:module"
 import * as fs from "node:fs"
 import * as path from "node:path"

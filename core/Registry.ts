@@ -2,7 +2,8 @@
  * A registry of contributions of one kind, keyed by id, remembering which plugin gave each.
  * Registering an id twice fails with `DuplicateContribution` naming both plugins.
  */
-import { Effect, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 
 /** Two plugins contributed the same id (or the same method and path on one listener). */
 export class DuplicateContribution extends Schema.TaggedError<DuplicateContribution>()("DuplicateContribution", {

@@ -17,8 +17,8 @@
  * anything else is logged and answered 500 `{error}` without internals.
  */
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import type { Effect } from "effect"
-import { Schema } from "effect"
+import type * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import type { RouteLimits } from "./Limits.ts"
 
 /** HTTP methods a route may declare. */

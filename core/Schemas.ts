@@ -6,7 +6,8 @@
  * `generateSchemas()` returns the files as `{ relativePath: content }`, so a test can compare
  * them with what is committed (drift check) without writing anything.
  */
-import { JSONSchema, Schema } from "effect"
+import * as JSONSchema from "effect/JSONSchema"
+import * as Schema from "effect/Schema"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { compile } from "json-schema-to-typescript"

@@ -2,7 +2,9 @@
  * Services the kernel provides to every plugin's `setup` and `start`: the contribution
  * registries (the kernel's own kinds and the plugins' extension points) and the platform facts (data directory, listeners).
  */
-import { Context, Effect, Layer } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import type { GraphOperation, McpTool } from "./Contribution.ts"
 import type * as ExtensionPoint from "./ExtensionPoint.ts"
 import type { ListenerInfo } from "./Plugin.ts"

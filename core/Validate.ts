@@ -5,7 +5,8 @@
  * its section decodes with the plugin's Schema). Each plugin is reported `valid`, `invalid` (with
  * located errors) or `disabled`; no plugin's `setup` runs, nothing listens.
  */
-import { Either, Schema } from "effect"
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
 import type { ConfigError, LoadedConfig } from "./Config.ts"
 import { issuesToErrors, PluginEntry } from "./Config.ts"
 import { importPlugin } from "./PluginLoader.ts"

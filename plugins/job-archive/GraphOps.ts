@@ -2,7 +2,7 @@
  * Graph operations of the archive plugin (research-jobs spec, "Operations by category"):
  * `archive_discover` (Discover) and `fetch_archive` (Acquire).
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import type { GraphOperation } from "../../core/Contribution.ts"
 import { JobFailure, GeoField } from "../jobs/Contract.ts"
 import type { ArchiveClient, Capture } from "./Archive.ts"

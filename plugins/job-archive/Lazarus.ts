@@ -11,7 +11,7 @@
  * error}`; `file_url` is null and `error` set for a capture that could not be read (a snapshot
  * answering 404 does not fail the job; if every read fails the job fails with the first error).
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { invalid, type JobContext, JobFailure, type JobType, GeoField } from "../jobs/Contract.ts"
 import type { ArchiveClient, Capture, MatchType, SourceId } from "./Archive.ts"
 import { SOURCES, timestampDate } from "./Archive.ts"

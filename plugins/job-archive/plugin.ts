@@ -5,7 +5,9 @@
  * Every base URL is configurable so tests (and mirrors) point the plugin at other servers; the
  * rate limits are per worker process and shared by all jobs of that process.
  */
-import { Effect, Option, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import { directOnly, fetchConfigFields, fetcherFor, GeoRouter, jobTypes, RateLimiter } from "../jobs/Contract.ts"
 import { configOption, definePlugin } from "../../core/Plugin.ts"
 import { ArchiveClient } from "./Archive.ts"

@@ -16,7 +16,7 @@
  * (0-based index into `actions`, then its type); the kind follows the cause (TIMEOUT,
  * NETWORK_ERROR, REMOTE_ERROR for an HTTP error page or an element that does not fit the action).
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import type { Page } from "playwright-core"
 import { abortFailure, DeadlineExceeded, type GeoResolver, JobFailure, type JobType, sleep, GeoField } from "../jobs/Contract.ts"
 import type { BrowserPool } from "./BrowserPool.ts"

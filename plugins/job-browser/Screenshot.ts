@@ -6,7 +6,7 @@
  * fails (HTTP 404, timeout, refused connection) fails the job naming the URL. Images go to the
  * file store as `screenshot-{n}.{png|jpg}`; `width`/`height` are read from the image itself.
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import type { GraphOperation } from "../../core/Contribution.ts"
 import { type GeoResolver, invalid, type JobContext, type JobType, GeoField } from "../jobs/Contract.ts"
 import type { BrowserPool } from "./BrowserPool.ts"

@@ -1,5 +1,6 @@
 /** The `job-browser` plugin's implementation, imported when the plugin is set up (see `plugin.ts`). */
-import { Effect, Option } from "effect"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import { accessSync, constants } from "node:fs"
 import { directOnly, GeoRouter, jobTypes, torAware } from "../jobs/Contract.ts"
 import { PluginUnavailable } from "../../core/Plugin.ts"

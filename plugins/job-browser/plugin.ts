@@ -6,7 +6,7 @@
  * per job. Setup fails with `PluginUnavailable` when `chromium_path` is not an executable, so a
  * machine without Chromium keeps serving everything else. The browser closes with the platform.
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { configOption, definePlugin, lazySetup } from "../../core/Plugin.ts"
 import { BrowserPayload, BrowserResult } from "./Browser.ts"
 import { DEFAULT_ARGS } from "./Chromium.ts"

@@ -23,7 +23,7 @@
  * its own proxy, retry and size handling), which the issue asks us not to have; the frontier
  * here is a ranked in-memory list per job, which is all a bounded crawl of `max_urls` needs.
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { createRequire } from "node:module"
 import type { GraphLimits, GraphOpContext, OutputFiles } from "../../core/Contribution.ts"
 import type { Registry } from "../../core/Registry.ts"

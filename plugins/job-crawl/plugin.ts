@@ -3,7 +3,8 @@
  * relevance-driven crawl built from the graph operations of the `web`, `text`, `job-vectl` and
  * `llm` plugins (see `Crawl.ts`).
  */
-import { Effect, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import { configOption, definePlugin } from "../../core/Plugin.ts"
 import { GraphOpRegistry } from "../../core/Services.ts"
 import { jobTypes } from "../jobs/Contract.ts"

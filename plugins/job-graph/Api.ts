@@ -1,7 +1,7 @@
 /**
  * Request and response shapes of the graph routes (`Http.ts`) and the graph job payload.
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 /** The `graph` job payload (research-jobs spec, "graph"): exactly one of `graph` / `template`. */
 export const GraphPayloadFields = Schema.Struct({

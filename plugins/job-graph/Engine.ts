@@ -20,7 +20,14 @@
  *
  * The engine names no operation: it looks each up in the registry it is given.
  */
-import { Cause, Duration, Effect, Either, Exit, Option, ParseResult, Schema } from "effect"
+import * as Cause from "effect/Cause"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
 import type { GraphLimits, GraphOpContext, GraphOperation, OutputFiles } from "../../core/Contribution.ts"
 import type { GraphType } from "../../core/GraphTypes.ts"
 import { issuesOf } from "../../core/Issues.ts"

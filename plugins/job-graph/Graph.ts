@@ -22,7 +22,9 @@
  * inputs with unknown types or defaults of the wrong type, and the job's `params` against the
  * inputs (missing required, wrong type, unknown names).
  */
-import { Either, ParseResult, Schema } from "effect"
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
 import { isMap, isSeq, LineCounter, parseDocument, type Document } from "yaml"
 import type { GraphOperation } from "../../core/Contribution.ts"
 import { elementType, fits, type GraphType, isGraphType, parseGraphType } from "../../core/GraphTypes.ts"

@@ -2,7 +2,9 @@
  * The graph service of this plugin: validates graphs against the operations registered in the
  * kernel and the templates, resolves a job payload to a graph, lists operations.
  */
-import { Either, JSONSchema, Schema } from "effect"
+import * as Either from "effect/Either"
+import * as JSONSchema from "effect/JSONSchema"
+import * as Schema from "effect/Schema"
 import type { GraphOperation } from "../../core/Contribution.ts"
 import type { Registry } from "../../core/Registry.ts"
 import { type Graph, type Problem, validate } from "./Graph.ts"

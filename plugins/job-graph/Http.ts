@@ -9,7 +9,8 @@
  *   409 for a built-in name; `DELETE /api/v1/templates/{name}`: 204, 404 unknown, 409 built-in.
  */
 import { HttpServerResponse } from "@effect/platform"
-import { Effect, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import { HttpError } from "../../core/HttpError.ts"
 import * as Route from "../../core/Route.ts"
 import { OperationInfo, ProblemsBody, TemplateInfo, ValidateRequest, ValidationReport } from "./Api.ts"

@@ -2,7 +2,7 @@
  * The graph operations this plugin owns: `merge` and `set` (Transform: the shape of pipelines
  * rather than a capability of another plugin) and `keyword_alerts` (Filter).
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import type { GraphOperation } from "../../core/Contribution.ts"
 
 /** `merge` params: de-duplicate (by `key` field of objects, else the value), keep at most `max`. */

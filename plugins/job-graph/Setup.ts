@@ -1,6 +1,8 @@
 /** The `job-graph` plugin's implementation, imported when the plugin is set up (see `plugin.ts`). */
 import * as path from "node:path"
-import { Effect, Either, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
 import type { Registry } from "../../core/Registry.ts"
 import { Extensions, GraphOpRegistry } from "../../core/Services.ts"
 import { JobFailure, type JobType, jobTypes } from "../jobs/Contract.ts"

@@ -9,7 +9,7 @@
  * Limits (spec, "Limits"): GRAPH_TIMEOUT 3600 s, GRAPH_MAX_PARALLEL 10, FETCH_TIMEOUT 30 s,
  * EMBED_BATCH_SIZE 32.
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { configOption, definePlugin, lazySetup } from "../../core/Plugin.ts"
 import { GraphPayloadFields, GraphProblem, OperationInfo, TemplateInfo, ValidationReport } from "./Api.ts"
 import { GraphResult } from "./Engine.ts"

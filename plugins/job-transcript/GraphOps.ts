@@ -1,7 +1,7 @@
 /**
  * Graph operation of the transcript plugin: `youtube_search` (Discover), a query to videos.
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import type { GraphOperation } from "../../core/Contribution.ts"
 import { JobFailure, GeoField } from "../jobs/Contract.ts"
 import { LanguageCode, readTranscript } from "./Transcript.ts"

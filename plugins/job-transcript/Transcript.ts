@@ -11,7 +11,7 @@
  * The result's `language` and `is_generated` say which track was used; `translated` is true
  * for step 4.
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { JobFailure, type JobType, GeoField } from "../jobs/Contract.ts"
 import type { CaptionTrack, YouTubeClient } from "./YouTube.ts"
 

@@ -6,7 +6,9 @@
  * (tests use a loopback fixture); caption URLs come from the player answer itself. The client
  * versions are configurable because YouTube retires old ones.
  */
-import { Effect, Option, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import { directOnly, fetchConfigFields, fetcherFor, GeoRouter, jobTypes, RateLimiter } from "../jobs/Contract.ts"
 import { configOption, definePlugin } from "../../core/Plugin.ts"
 import { TranscriptDoc, transcriptOp, Video, youtubeSearchOp } from "./GraphOps.ts"

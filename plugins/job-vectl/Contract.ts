@@ -5,7 +5,7 @@
  * operation registry, so a caller uses exactly the code paths graphs and `vectl` jobs use and
  * needs no handle on the plugin's stores. List `job-vectl` in `dependsOn` to find them registered.
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import type { GraphOpContext, GraphOperation } from "../../core/Contribution.ts"
 import type { Chunk, Doc } from "../../core/GraphTypes.ts"
 import type { Registry } from "../../core/Registry.ts"

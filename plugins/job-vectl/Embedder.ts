@@ -10,7 +10,7 @@
  * Every vector is L2-normalised, so cosine similarity is a dot product.
  */
 import { createHash } from "node:crypto"
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { JobFailure } from "../jobs/Contract.ts"
 
 /** The dimension of every vector vectl stores. */

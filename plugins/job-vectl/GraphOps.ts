@@ -10,7 +10,7 @@
  * once.
  */
 import { createHash } from "node:crypto"
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import type { GraphOpContext, GraphOperation } from "../../core/Contribution.ts"
 import { Chunk, sourceOf, Text, textOf, Vector } from "../../core/GraphTypes.ts"
 import { JobFailure } from "../jobs/Contract.ts"

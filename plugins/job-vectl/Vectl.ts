@@ -11,7 +11,7 @@
  * `{ operation: "search", matches: [{ id, score, text }] }` plus `store` and `model`.
  */
 import { createHash } from "node:crypto"
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { JobFailure, type JobType } from "../jobs/Contract.ts"
 import { chunkWords } from "./Chunk.ts"
 import { DIMENSIONS, type Embedder } from "./Embedder.ts"

@@ -7,7 +7,8 @@
  * shared.
  */
 import * as path from "node:path"
-import { Effect, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import { definePlugin, PluginBootError } from "../../core/Plugin.ts"
 import { jobTypes } from "../jobs/Contract.ts"
 import { type Embedder, hashingEmbedder, llamaCppEmbedder, ModelConfig, openaiEmbedder } from "./Embedder.ts"

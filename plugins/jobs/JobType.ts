@@ -3,7 +3,7 @@
  * the `JobTypes` extension point it registers into. Re-exported by `Contract.ts`, the only
  * module of this plugin other plugins import.
  */
-import type { Schema } from "effect"
+import type * as Schema from "effect/Schema"
 import type { OutputFiles } from "../../core/Contribution.ts"
 import * as ExtensionPoint from "../../core/ExtensionPoint.ts"
 

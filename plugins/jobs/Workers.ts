@@ -7,7 +7,8 @@
  * The role is a config the process boots, not a flag a plugin reads: `workers: true` on the
  * event loop of this process, with the caller's concurrency and files URL.
  */
-import { Effect, Layer } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import type { LoadedConfig } from "../../core/Config.ts"
 import * as Kernel from "../../core/Kernel.ts"
 import { JobTypes } from "./JobType.ts"

@@ -10,7 +10,10 @@
  * and its extenders from a config with `workers: true` and no listener (see `Workers.ts`).
  */
 import * as path from "node:path"
-import { Context, Effect, Layer, Schema } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
 import { definePlugin, PluginBootError } from "../../core/Plugin.ts"
 import * as ExtensionPoint from "../../core/ExtensionPoint.ts"
 import type { BootMode } from "../../core/Plugin.ts"

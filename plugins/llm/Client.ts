@@ -8,7 +8,10 @@
  * deadline TIMEOUT, an unreachable server NETWORK_ERROR, a cancel CANCELLED, and a structured
  * answer that does not parse or fit its Schema REMOTE_ERROR.
  */
-import { Either, JSONSchema, ParseResult, Schema } from "effect"
+import * as Either from "effect/Either"
+import * as JSONSchema from "effect/JSONSchema"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
 import OpenAI from "openai"
 import type { ListenerInfo } from "../../core/Plugin.ts"
 import { abortFailure, JobFailure, statusFailure } from "../jobs/Contract.ts"

@@ -2,7 +2,7 @@
  * The config keys of a model-calling plugin, apart from the client (which loads the `openai`
  * package): a plugin's declaration imports these, its setup the client.
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { configOption } from "../../core/Plugin.ts"
 
 const opt = configOption

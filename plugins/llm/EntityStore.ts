@@ -9,7 +9,7 @@
  */
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { Entity } from "../../core/GraphTypes.ts"
 
 /** A store name: letters, digits, `.`, `_`, `-`, starting with a letter or digit, at most 64 characters. */

@@ -4,7 +4,7 @@
  * Store `store_entity`. Every model call goes through one `ChatClient` (temperature 0, the op's
  * `model` / `base_url` params over the config's, the job's signal).
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import type { GraphOpContext, GraphOperation } from "../../core/Contribution.ts"
 import { Chunk, Entity, Report, Text, Topic } from "../../core/GraphTypes.ts"
 import { invalid, JobFailure } from "../jobs/Contract.ts"

@@ -7,7 +7,7 @@
  * answers are sent as strict JSON Schemas named after the answer (`entities`, `topics`,
  * `relevance`, `comparison`); numbers the op can compute itself (mentions, URLs) are not asked.
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { type Source, sourcesBlock } from "./Sources.ts"
 
 const GROUNDED = "Use only the sources given; when they do not contain the answer, say so. Do not invent facts, names, numbers or URLs."

@@ -1,6 +1,6 @@
 /** The `llm` plugin's implementation, imported when the plugin is set up (see `plugin.ts`). */
 import * as path from "node:path"
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { parseConfig } from "../../core/Config.ts"
 import type { ListenerInfo } from "../../core/Plugin.ts"
 import { chatClientFor } from "./Client.ts"

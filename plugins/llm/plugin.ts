@@ -6,7 +6,7 @@
  * The gateway's address is looked up when an operation runs: listeners are bound after `setup`,
  * and in a process that serves no listener (a worker) the configured host and port are used.
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { definePlugin, lazySetup } from "../../core/Plugin.ts"
 import { llmConfigFields } from "./Config.ts"
 import { StoredEntities } from "./EntityStore.ts"

@@ -3,7 +3,7 @@
  * "Authentication"): request bodies of the writes, art in and out, builder and cartridge entries,
  * the two listings, and the error bodies. The handle, slug and name grammars are here.
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { RegistryLimits } from "./Config.ts"
 
 /** Handle grammar: 2-32 characters, lower-case letters, digits and single dashes, starting with a letter. */

@@ -3,7 +3,7 @@
  * PostgreSQL for several instances on one database) and the write limits every builder is held
  * to (returned by `GET /v1/registry` as `limits`).
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { configOption } from "../../core/Plugin.ts"
 
 const opt = configOption

@@ -14,7 +14,12 @@
  * (claimed already, taken), 422 (schema, art, not a cartridge), 429 (`Retry-After`), 503 (store).
  */
 import { HttpIncomingMessage, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect, Either, JSONSchema, Option, ParseResult, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as JSONSchema from "effect/JSONSchema"
+import * as Option from "effect/Option"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
 import { HttpError } from "../../core/HttpError.ts"
 import * as Route from "../../core/Route.ts"
 import { Art, ArtInput, ClaimRequest, ClaimResponse, Handle, PublishRequest, RegistryErrorBody, RegistryIndex, RomEntry, RomList, Slug, UpdateRequest } from "./Api.ts"

@@ -12,7 +12,10 @@
  * anything but the version.
  */
 import { HttpApiSchema } from "@effect/platform"
-import { Context, Effect, Layer, Schema } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto"
 import { CartridgeFormatError, pixelsToChr, TileFormatError, verifyCartridge } from "../chip-sim/Contract.ts"
 import type { ArtInput, ClaimRequest, PublishRequest } from "./Api.ts"

@@ -1,5 +1,7 @@
 /** The `registry` plugin's implementation, imported when the plugin is set up (see `plugin.ts`). */
-import { Context, Effect, Layer } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import { PluginUnavailable } from "../../core/Plugin.ts"
 import type { RegistryConfig } from "./Config.ts"
 import { routes } from "./Http.ts"

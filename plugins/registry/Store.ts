@@ -11,7 +11,10 @@
  * statement (`rom_count < max`), so concurrent writers on several instances never overshoot.
  */
 import { HttpApiSchema } from "@effect/platform"
-import { Context, Effect, Layer, Schema } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import type { RegistryConfig } from "./Config.ts"

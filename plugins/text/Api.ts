@@ -2,7 +2,7 @@
  * The `text` plugin's public shapes, apart from its implementation so that the plugin's
  * declaration (`plugin.ts`) loads no extraction or OCR library.
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 /** An image reference: a stored image (`file_url`) and the page it shows (`url`), as `screenshot` outputs. */
 export const ImageRef = Schema.Struct({

@@ -3,7 +3,7 @@
  * Transform `to_markdown`, `to_text`, `to_text_batch`; Filter `quality_filter`; Process `ocr`.
  */
 import { availableParallelism } from "node:os"
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import type { GraphOpContext, GraphOperation } from "../../core/Contribution.ts"
 import { Doc, Page, Text, textOf } from "../../core/GraphTypes.ts"
 import { JobFailure } from "../jobs/Contract.ts"

@@ -1,5 +1,5 @@
 /** The `text` plugin's implementation, imported when the plugin is set up (see `plugin.ts`). */
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import type { PluginContext } from "../../core/Plugin.ts"
 import { ocrOp, qualityFilterOp, toMarkdownOp, toTextBatchOp, toTextOp } from "./GraphOps.ts"
 import type { TextConfig } from "./plugin.ts"

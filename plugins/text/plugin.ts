@@ -5,7 +5,7 @@
  * operations in every worker process. Without tesseract the plugin still boots; `ocr` then fails
  * with a message naming the package.
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { configOption, definePlugin, lazySetup } from "../../core/Plugin.ts"
 import { ImageRef } from "./Api.ts"
 

@@ -4,7 +4,7 @@
  * (Filter) and `links` (Transform: the links of pages, for iterative crawls). Every request
  * honours the op context's signal (cancel) and `limits.fetchTimeoutMs` (FETCH_TIMEOUT).
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import type { GraphOpContext, GraphOperation } from "../../core/Contribution.ts"
 import { Page } from "../../core/GraphTypes.ts"
 import { abortFailure, GeoField, JobFailure, type Route } from "../jobs/Contract.ts"

@@ -3,7 +3,8 @@
  * read for `config validate` or help): the shared fetcher and search provider built from the
  * decoded config, and the graph operations over them.
  */
-import { Effect, Option } from "effect"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import { PluginBootError, type PluginContext } from "../../core/Plugin.ts"
 import { Extensions } from "../../core/Services.ts"
 import { directOnly, Fetcher, type GeoResolver, GeoRouter } from "../jobs/Contract.ts"

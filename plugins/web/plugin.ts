@@ -6,7 +6,7 @@
  * External services (a SearXNG instance, a Tor daemon) are only reached when an op runs: the
  * plugin boots without them and the ops then fail with a message naming the address tried.
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { configOption, definePlugin, lazySetup } from "../../core/Plugin.ts"
 import { Page } from "../../core/GraphTypes.ts"
 import { fetchConfigFields } from "../jobs/Contract.ts"

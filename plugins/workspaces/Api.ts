@@ -6,7 +6,7 @@
  */
 // The module, not the package index: the plugin declaration imports these shapes.
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 /** `ws_` + 1-64 letters/digits: anything else is never a workspace (and never reaches storage). */
 export const WORKSPACE_ID = /^ws_[A-Za-z0-9]{1,64}$/

@@ -7,7 +7,8 @@
  * their tagged error's status and JSON (404 unknown, 409 state or name conflict, 503 storage).
  */
 import { HttpServerResponse } from "@effect/platform"
-import { Effect, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import * as Route from "../../core/Route.ts"
 import {
   ArtifactRecord,

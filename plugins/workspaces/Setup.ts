@@ -1,5 +1,5 @@
 /** The `workspaces` plugin's implementation, imported when the plugin is set up (see `plugin.ts`). */
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { PluginBootError, type PluginContext } from "../../core/Plugin.ts"
 import { Extensions, GraphOpRegistry } from "../../core/Services.ts"
 import { graphRunObservers } from "../job-graph/Contract.ts"

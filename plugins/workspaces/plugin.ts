@@ -4,7 +4,7 @@
  * `workspace_id` is filed by the run observer this plugin registers with `job-graph`; the routes
  * (`Http.ts`) manage, archive, list and search workspaces. The service is `Workspaces.ts`.
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { configOption, definePlugin, lazySetup } from "../../core/Plugin.ts"
 import { ArtifactRecord, CreateWorkspace, PatchWorkspace, RunDetail, RunManifest, RunRecord, SearchRequest, SearchResult, WorkspaceManifest } from "./Api.ts"
 

@@ -7,7 +7,7 @@
  * on 429. Every failure leaves as a `JobFailure` whose kind follows `Failure.ts`, so the jobs
  * runtime retries transient failures (`NETWORK_ERROR`, `TIMEOUT`) and not permanent ones.
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { JobFailure } from "../JobType.ts"
 import { configOption } from "../../../core/Plugin.ts"
 import { DeadlineExceeded, statusFailure, transportFailure } from "./Failure.ts"

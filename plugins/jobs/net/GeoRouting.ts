@@ -8,7 +8,8 @@
  * providing a `GeoRouter` service; nothing in the jobs changes. Until then `directOnly` serves
  * `null` geo directly and refuses any other value with a clear, non-retryable error.
  */
-import { Context, Schema } from "effect"
+import * as Context from "effect/Context"
+import * as Schema from "effect/Schema"
 import { JobFailure } from "../JobType.ts"
 
 /** A parsed geo filter. `tor: true` alone for the bare `tor`. */

@@ -2,7 +2,7 @@
  * The Jobs API's HTTP shapes (the spec only; handlers are in `Http.ts`): the list query and
  * page, and the error bodies. Routes document their responses with these for OpenAPI.
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { Job } from "./Job.ts"
 
 /** Largest page of a job listing. */

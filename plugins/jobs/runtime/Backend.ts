@@ -6,7 +6,9 @@
  * (queue, running handlers, store); the layers' finalizers close whatever it did not.
  */
 import * as path from "node:path"
-import { Context, Effect, Layer } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import { FileJobStore, type JobStore as JobStoreShape } from "./JobStore.ts"
 import { EmbeddedQueue, type JobQueue as JobQueueShape } from "./Queue.ts"
 import { RedisQueue } from "./RedisQueue.ts"

@@ -13,7 +13,7 @@ import * as fs from "node:fs"
 import * as fsp from "node:fs/promises"
 import * as path from "node:path"
 import { Readable } from "node:stream"
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { S3Client } from "./S3.ts"
 
 /** A stored file. `key` is `<id>/<name>`; `url` is absolute. */

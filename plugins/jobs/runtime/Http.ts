@@ -9,7 +9,8 @@
  */
 import { timingSafeEqual } from "node:crypto"
 import { HttpServerResponse } from "@effect/platform"
-import { Effect, Stream } from "effect"
+import * as Effect from "effect/Effect"
+import * as Stream from "effect/Stream"
 import { HttpError } from "../../../core/HttpError.ts"
 import * as Route from "../../../core/Route.ts"
 import { decodeCursor, encodeCursor, JobPage, ListJobsQuery, MAX_PAGE_BYTES, StoredFileBody } from "./Api.ts"

@@ -4,7 +4,7 @@
  * functions so both queue backends share one definition of "what happens next".
  */
 import { randomBytes } from "node:crypto"
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import type { JobErrorKind } from "../JobType.ts"
 
 /** The six job states of the spec. */

@@ -6,7 +6,8 @@
  * `settings.workers`, runs deliveries. The embedded backend's queue lives in this process.
  */
 import * as path from "node:path"
-import { Either, Schema } from "effect"
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
 import { JobFailure } from "../JobType.ts"
 import type { FileStore } from "./FileStore.ts"
 import { isTerminal, type Job, type JobStatus, newJobId, nowIso, type RetryPolicy, RetryPolicyInput, secondsBetween } from "./Job.ts"

@@ -3,7 +3,7 @@
  * seconds (fractions allowed, so tests can shrink a 3600 s limit to 0.2 s). The `jobs` plugin's
  * config decodes into this shape; the runtime can also be built from it directly.
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { ErrorKind } from "./Job.ts"
 
 const Seconds = Schema.Number.pipe(Schema.nonNegative())

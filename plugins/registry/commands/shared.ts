@@ -3,7 +3,14 @@
  * (`plugins.registry` of `--config`), over its store directly (an admin tool: nothing is served,
  * migrations run if the store is new), released when the command is done.
  */
-import { Context, Effect, Either, Exit, Layer, ParseResult, Schema, Scope } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import * as Scope from "effect/Scope"
 import * as path from "node:path"
 import { loadConfig } from "../../../core/Config.ts"
 import { RegistryConfig } from "../Config.ts"

@@ -1,4 +1,4 @@
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { Page } from "../../../core/GraphTypes.ts"
 import { archiveDiscoverOp, fetchArchiveOp } from "../../../plugins/job-archive/GraphOps.ts"

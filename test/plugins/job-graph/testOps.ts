@@ -3,7 +3,8 @@
  * a real registry): they exercise stage modes, types, failures and cancellation without the
  * network. Template tests use the real operations of the platform's plugins.
  */
-import { Effect, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import type { GraphOperation } from "../../../core/Contribution.ts"
 import * as Registry from "../../../core/Registry.ts"
 import { JobFailure } from "../../../plugins/jobs/Contract.ts"

@@ -1,4 +1,4 @@
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { transcriptOp, youtubeSearchOp } from "../../../plugins/job-transcript/GraphOps.ts"
 import { makeYouTubeClient, TranscriptConfig } from "../../../plugins/job-transcript/plugin.ts"

@@ -8,7 +8,7 @@
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import type { GraphOperation } from "../../../core/Contribution.ts"
 import { ROOT, startPlatform } from "../../../core/Kernel.ts"

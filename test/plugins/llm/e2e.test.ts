@@ -7,7 +7,7 @@
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import type { GraphOperation } from "../../../core/Contribution.ts"
 import * as Kernel from "../../../core/Kernel.ts"

@@ -6,7 +6,7 @@
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { EntityStore } from "../../../plugins/llm/Contract.ts"
 import { chatOp, compareOp, entitiesOp, integrateOp, llmOps, relevanceFilterOp, summarizeOp, topicsOp, toReportOp } from "../../../plugins/llm/GraphOps.ts"

@@ -6,7 +6,7 @@
  */
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ROOT, startPlatform } from "../../../core/Kernel.ts"
 import { platformYaml, tempDir } from "../jobs/support.ts"

@@ -6,7 +6,7 @@
  */
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { afterEach, describe, expect, it } from "vitest"
 import { ROOT } from "../../../core/Kernel.ts"
 import type { GraphOperation } from "../../../core/Contribution.ts"

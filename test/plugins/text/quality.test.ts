@@ -5,7 +5,7 @@
  * dropped for exactly its reason, the first of duplicates is kept, and the progress message
  * counts the reasons. The measures themselves are checked on small inputs.
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { afterEach, describe, expect, it } from "vitest"
 import { qualityFilterOp } from "../../../plugins/text/GraphOps.ts"
 import { boilerplateRatio, detectLanguage, jaccard, shingles, words } from "../../../plugins/text/Quality.ts"

@@ -4,7 +4,7 @@
  * time_range and categories, the query from input or params, and the errors of a missing
  * provider, a JSON-less instance and an unreachable one.
  */
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import * as Registry from "../../../core/Registry.ts"
 import { runSearch, type SearchProvider } from "../../../plugins/web/Contract.ts"

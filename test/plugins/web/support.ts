@@ -4,7 +4,8 @@
  * op the way the graph engine does (params and input decoded by the op's Schemas, the output
  * checked by its output Schema).
  */
-import { Effect, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import type { GraphOpContext, GraphOperation } from "../../../core/Contribution.ts"
 import * as Registry from "../../../core/Registry.ts"
 import type { SearchProvider } from "../../../plugins/web/Contract.ts"

@@ -3,7 +3,7 @@
  * between writing it and enqueueing it is found by the sweeper and run.
  */
 import * as path from "node:path"
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { JobType } from "../../../../plugins/jobs/Contract.ts"
 import { LocalFileStore } from "../../../../plugins/jobs/runtime/FileStore.ts"

@@ -1,4 +1,4 @@
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { JobType } from "../../../../plugins/jobs/Contract.ts"
 import type { FileStore } from "../../../../plugins/jobs/runtime/FileStore.ts"
