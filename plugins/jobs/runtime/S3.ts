@@ -1,9 +1,11 @@
 /**
- * A minimal S3-compatible object client (AWS Signature Version 4 over `fetch` and `node:crypto`),
- * enough for the file store: put, get, delete and list (ListObjectsV2) with path-style URLs
- * (`<endpoint>/<bucket>/<key>`), which MinIO, Ceph, R2 and AWS all accept. No SDK dependency.
+ * The S3-compatible object client of the file store: put, get, delete and list (ListObjectsV2)
+ * with path-style URLs (`<endpoint>/<bucket>/<key>`), which MinIO, Ceph, R2 and AWS all accept.
+ * Requests are signed with AWS Signature Version 4 by `aws4fetch` (a small, widely used signer
+ * over WebCrypto and `fetch`), not by hand; the four calls need no full SDK.
  */
-import { createHash, createHmac } from "node:crypto"
+import { AwsClient } from "aws4fetch"
+import { createHash } from "node:crypto"
 
 /** Connection settings of an S3-compatible bucket. */
 export interface S3Settings {
@@ -15,63 +17,9 @@ export interface S3Settings {
   readonly secret_access_key: string
 }
 
-const sha256Hex = (data: string | Uint8Array): string => createHash("sha256").update(data).digest("hex")
-const hmac = (key: string | Buffer, data: string): Buffer => createHmac("sha256", key).update(data).digest()
-
-/** RFC 3986 encoding as SigV4 wants it (`/` kept in paths). */
-const uriEncode = (s: string, keepSlash: boolean): string => {
-  const encoded = encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
-  // (A /$^/ pattern for "no slashes" would match the empty string: "" must stay "".)
-  return keepSlash ? encoded.replace(/%2F/g, "/") : encoded
-}
-
-/** What `signV4` needs about one request. `headers` are signed as given (lower-cased names). */
-export interface SignInput {
-  readonly method: string
-  readonly url: URL
-  readonly headers: Record<string, string>
-  /** Hex SHA-256 of the body, or `UNSIGNED-PAYLOAD`. */
-  readonly payloadHash: string
-  readonly region: string
-  readonly service?: string
-  readonly accessKeyId: string
-  readonly secretAccessKey: string
-  /** Signing time; defaults to now. */
-  readonly date?: Date
-}
-
-/**
- * Signs a request with AWS SigV4. Returns the headers to send: the given ones plus `host`,
- * `x-amz-date`, `x-amz-content-sha256` and `authorization`. Pure apart from reading the clock.
- */
-export const signV4 = (input: SignInput): Record<string, string> => {
-  const date = input.date ?? new Date()
-  const amzDate = date.toISOString().replace(/[-:]/g, "").replace(/\.\d{3}/, "")
-  const day = amzDate.slice(0, 8)
-  const service = input.service ?? "s3"
-  const headers: Record<string, string> = {}
-  for (const [k, v] of Object.entries(input.headers)) headers[k.toLowerCase()] = v
-  headers["host"] = input.url.host
-  headers["x-amz-date"] = amzDate
-  headers["x-amz-content-sha256"] = input.payloadHash
-  const names = Object.keys(headers).sort()
-  const canonicalHeaders = names.map((n) => `${n}:${headers[n]!.trim().replace(/\s+/g, " ")}\n`).join("")
-  const signedHeaders = names.join(";")
-  const query = [...input.url.searchParams.entries()]
-    .map(([k, v]) => [uriEncode(k, false), uriEncode(v, false)] as const)
-    .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] < b[1] ? -1 : 1))
-    .map(([k, v]) => `${k}=${v}`)
-    .join("&")
-  const canonicalPath = uriEncode(decodeURIComponent(input.url.pathname), true)
-  const canonical = [input.method, canonicalPath, query, canonicalHeaders, signedHeaders, input.payloadHash].join("\n")
-  const scope = `${day}/${input.region}/${service}/aws4_request`
-  const toSign = ["AWS4-HMAC-SHA256", amzDate, scope, sha256Hex(canonical)].join("\n")
-  const key = hmac(hmac(hmac(hmac(`AWS4${input.secretAccessKey}`, day), input.region), service), "aws4_request")
-  const signature = createHmac("sha256", key).update(toSign).digest("hex")
-  headers["authorization"] =
-    `AWS4-HMAC-SHA256 Credential=${input.accessKeyId}/${scope}, SignedHeaders=${signedHeaders}, Signature=${signature}`
-  return headers
-}
+/** RFC 3986 encoding of one key segment, as S3 paths want it. */
+const uriEncode = (s: string): string =>
+  encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
 
 /** The text of an XML element's content (the five predefined entities and numeric references). */
 const xmlText = (s: string): string =>
@@ -80,27 +28,23 @@ const xmlText = (s: string): string =>
 
 /** Object operations on one bucket. Errors: rejects with an Error naming the S3 status. */
 export class S3Client {
-  constructor(private readonly s: S3Settings) {}
+  private readonly aws: AwsClient
+
+  constructor(private readonly s: S3Settings) {
+    this.aws = new AwsClient({ accessKeyId: s.access_key_id, secretAccessKey: s.secret_access_key, region: s.region, service: "s3" })
+  }
 
   private url(key: string): URL {
     const base = this.s.endpoint.replace(/\/+$/, "")
-    return new URL(`${base}/${this.s.bucket}/${key.split("/").map((p) => uriEncode(p, false)).join("/")}`)
+    return new URL(`${base}/${this.s.bucket}/${key.split("/").map(uriEncode).join("/")}`)
   }
 
-  private async send(method: string, key: string, body?: Uint8Array, extra: Record<string, string> = {}, query?: Record<string, string>): Promise<Response> {
+  private send(method: string, key: string, body?: Uint8Array, headers: Record<string, string> = {}, query?: Record<string, string>): Promise<Response> {
     const url = this.url(key)
     for (const [k, v] of Object.entries(query ?? {})) url.searchParams.set(k, v)
-    const headers = signV4({
-      method,
-      url,
-      headers: extra,
-      payloadHash: body ? sha256Hex(body) : sha256Hex(""),
-      region: this.s.region,
-      accessKeyId: this.s.access_key_id,
-      secretAccessKey: this.s.secret_access_key
-    })
-    delete headers["host"] // fetch sets it; undici refuses an explicit one
-    return fetch(url, { method, headers, body })
+    // Every body is in memory: its SHA-256 is signed (aws4fetch would send UNSIGNED-PAYLOAD for s3).
+    const payloadHash = createHash("sha256").update(body ?? "").digest("hex")
+    return this.aws.fetch(url, { method, headers: { ...headers, "x-amz-content-sha256": payloadHash }, ...(body ? { body } : {}) })
   }
 
   /** Stores `body` at `key`. */
@@ -119,13 +63,14 @@ export class S3Client {
 
   /**
    * Every object whose key starts with `prefix` (ListObjectsV2, following continuation tokens):
-   * keys as stored (with the prefix), sizes in bytes.
+   * keys as stored (with the prefix), sizes in bytes. `maxKeys`: the page size asked for (S3's
+   * `max-keys`; the server's default, 1000 on AWS, when absent).
    */
-  async list(prefix: string): Promise<Array<{ key: string; size: number }>> {
+  async list(prefix: string, maxKeys?: number): Promise<Array<{ key: string; size: number }>> {
     const out: Array<{ key: string; size: number }> = []
     let token: string | undefined
     do {
-      const r = await this.send("GET", "", undefined, {}, { "list-type": "2", prefix, ...(token ? { "continuation-token": token } : {}) })
+      const r = await this.send("GET", "", undefined, {}, { "list-type": "2", prefix, ...(maxKeys ? { "max-keys": String(maxKeys) } : {}), ...(token ? { "continuation-token": token } : {}) })
       if (!r.ok) throw new Error(`S3 LIST ${prefix}: HTTP ${r.status} ${await r.text()}`)
       const xml = await r.text()
       for (const m of xml.matchAll(/<Contents>([\s\S]*?)<\/Contents>/g)) {

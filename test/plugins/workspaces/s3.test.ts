@@ -1,6 +1,6 @@
 /**
- * Workspaces on the `s3` file-store backend (an S3-compatible fixture checking every SigV4
- * signature, listings paged 3 keys at a time): the same layout object by object, counts true,
+ * Workspaces on the `s3` file-store backend (a real S3-compatible server, s3rver, checking every
+ * SigV4 signature): the same layout object by object, counts true,
  * archive then unarchive restoring every byte, delete leaving nothing.
  */
 import { createHash } from "node:crypto"
@@ -15,7 +15,7 @@ let platform: Awaited<ReturnType<typeof startPlatform>>
 let api: ReturnType<typeof jobsClient>
 
 beforeAll(async () => {
-  s3 = await startS3({ maxKeys: 3 })
+  s3 = await startS3()
   const files = `      backend: s3
       s3: { endpoint: "${s3.endpoint}", bucket: ${s3.bucket}, access_key_id: ${s3.accessKeyId}, secret_access_key: ${s3.secretAccessKey}, prefix: "store/" }`
   platform = await startPlatform({ cwd: ROOT, yaml: workspaceYaml({ dataDir: tempDir("ws-s3-"), files }) })
@@ -54,7 +54,6 @@ describe("workspaces on the s3 file store", () => {
     expect(JSON.parse(s3.objects.get(`store/workspaces/${ws.workspace_id}/manifest.json`)!.body.toString())).toEqual(m)
     const bytes = Object.keys(tree).filter((k) => k !== "manifest.json").reduce((n, k) => n + sizeOf(ws.workspace_id, k), 0)
     expect(m).toMatchObject({ status: "active", runs_count: 2, artifact_count: 13, total_size_bytes: bytes })
-    expect(s3.counts.LIST).toBeGreaterThan(0)
 
     const search = (await api.call("POST", `/api/v1/workspaces/${ws.workspace_id}/search`, { query: "s3 pdf 1", top_k: 1 })).body
     expect(search.matches[0]).toMatchObject({ run_id: jobs[1]!.job_id, source: `runs/${jobs[1]!.job_id}/artifacts/data/brief.pdf` })
