@@ -11,7 +11,7 @@ import { Effect, Schema } from "effect"
 import { HttpError } from "../../../core/HttpError.ts"
 import * as Route from "../../../core/Route.ts"
 import { type AtlasService, etagOf } from "./Atlas.ts"
-import { KINDS, ROLES } from "./Derive.ts"
+import { type Atlas, KINDS, ROLES } from "./Derive.ts"
 import { AtlasQueryError, groupDetail, listGroups, MAX_DEPTH, MAX_LIMIT, neighbors, nodeDetail, tags } from "./Query.ts"
 
 const CACHE = "public, max-age=86400"
@@ -27,20 +27,31 @@ const cached = (request: Headers, body: string | Uint8Array, etag: string, extra
       ? HttpServerResponse.text(body, { contentType: "application/json", headers: { etag, "cache-control": CACHE, ...extra } })
       : HttpServerResponse.uint8Array(body, { contentType: "application/json", headers: { etag, "cache-control": CACHE, ...extra } })
 
-/** Runs a query: refusals become their 400/404/422; a netlist that cannot be derived is 503. */
-const answer = (request: Headers, f: () => unknown) =>
-  Effect.try({
-    try: () => {
-      const body = JSON.stringify(f())
-      return cached(request, body, etagOf(body))
-    },
-    catch: (e) =>
-      e instanceof AtlasQueryError
-        ? HttpError.of(e.status, e.message, e.extra)
-        : e instanceof URIError
-          ? HttpError.of(400, `the reference is not valid percent-encoding: ${e.message}`)
-          : HttpError.of(503, `atlas unavailable: ${(e as Error).message}`)
-  })
+/** The atlas, or 503 when the netlist cannot be derived (the files changed under a running server). */
+const atlasOf = (service: AtlasService) =>
+  Effect.try({ try: () => service.atlas(), catch: (e) => HttpError.of(503, `atlas unavailable: ${(e as Error).message}`) })
+
+/**
+ * Runs a query: its refusals become their 400/404/422 and bad percent-encoding 400; anything
+ * else is a defect (500), never dressed up as a refusal.
+ */
+const answer = (service: AtlasService, request: Headers, f: (atlas: Atlas) => unknown) =>
+  Effect.flatMap(atlasOf(service), (atlas) =>
+    Effect.try({
+      try: () => {
+        const body = JSON.stringify(f(atlas))
+        return cached(request, body, etagOf(body))
+      },
+      catch: (e) => e
+    }).pipe(
+      Effect.catchAll((e) =>
+        e instanceof AtlasQueryError
+          ? Effect.fail(HttpError.of(e.status, e.message, e.extra))
+          : e instanceof URIError
+            ? Effect.fail(HttpError.of(400, `the reference is not valid percent-encoding: ${e.message}`))
+            : Effect.die(e)
+      )
+    ))
 
 /** The rest of the path after `prefix`, percent-decoded (`%23` is `#`, `%2F` is `/`). @throws URIError */
 const restOf = (url: string, prefix: string): string => decodeURIComponent(url.split("?")[0]!.slice(prefix.length))
@@ -126,7 +137,7 @@ export const atlasRoutes = (service: AtlasService): ReadonlyArray<Route.Route> =
     tags: ["chip", "atlas"],
     query: GroupsQuery,
     responses: { ...ok("{layer, total, groups}"), ...refused },
-    handler: ({ query, request }) => answer(request, () => listGroups(service.atlas(), query))
+    handler: ({ query, request }) => answer(service, request, (atlas) => listGroups(atlas, query))
   }),
   Route.make({
     method: "GET",
@@ -135,7 +146,7 @@ export const atlasRoutes = (service: AtlasService): ReadonlyArray<Route.Route> =
     tags: ["chip", "atlas"],
     query: GroupQuery,
     responses: { ...ok("the group"), ...refused, 404: { description: "no such key, or an absorbed key outside layer=containers", schema: errorBody } },
-    handler: ({ query, request }) => answer(request, () => groupDetail(service.atlas(), restOf(request.url, "/api/v1/groups/"), query.layer))
+    handler: ({ query, request }) => answer(service, request, (atlas) => groupDetail(atlas, restOf(request.url, "/api/v1/groups/"), query.layer))
   }),
   Route.make({
     method: "GET",
@@ -144,7 +155,7 @@ export const atlasRoutes = (service: AtlasService): ReadonlyArray<Route.Route> =
     tags: ["chip", "atlas"],
     query: TagsQuery,
     responses: { ...ok("{total, limit, offset, nodes}"), ...refused },
-    handler: ({ query, request }) => answer(request, () => tags(service.atlas(), query))
+    handler: ({ query, request }) => answer(service, request, (atlas) => tags(atlas, query))
   }),
   Route.make({
     method: "GET",
@@ -152,7 +163,7 @@ export const atlasRoutes = (service: AtlasService): ReadonlyArray<Route.Route> =
     summary: "One node by any die name or number (#n, %23n); the reference is the rest of the path",
     tags: ["chip", "atlas"],
     responses: { ...ok("the node"), 304: refused[304], 400: { description: "bad percent-encoding", schema: errorBody }, 404: { description: "no node by that name or number", schema: errorBody } },
-    handler: ({ request }) => answer(request, () => nodeDetail(service.atlas(), restOf(request.url, "/api/v1/node/")))
+    handler: ({ request }) => answer(service, request, (atlas) => nodeDetail(atlas, restOf(request.url, "/api/v1/node/")))
   }),
   Route.make({
     method: "GET",
@@ -162,6 +173,6 @@ export const atlasRoutes = (service: AtlasService): ReadonlyArray<Route.Route> =
     tags: ["chip", "atlas"],
     query: NeighborsQuery,
     responses: { ...ok("{node, via, direction, depth, limit, count, truncated, relations}"), ...refused, 400: { description: "the node does not resolve", schema: errorBody } },
-    handler: ({ query, request }) => answer(request, () => neighbors(service.atlas(), query))
+    handler: ({ query, request }) => answer(service, request, (atlas) => neighbors(atlas, query))
   })
 ]

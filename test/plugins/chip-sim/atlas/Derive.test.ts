@@ -69,7 +69,7 @@ describe("atlas derivation: the counts of the spec's Atlas vocabulary", () => {
   it("queries in process: groups by layer, group detail, tag paging, a depth-4 walk never passing a rail or control line", () => {
     expect(listGroups(atlas, {}).total).toBe(132)
     expect(listGroups(atlas, { layer: "containers" }).total).toBe(138)
-    const a = groupDetail(atlas, "regs:A")
+    const a = groupDetail(atlas, "regs:A") as { members: Array<{ name: string | null }> }
     expect(a.members.some((m) => m.name === "a0")).toBe(true)
     const page = tags(atlas, { limit: 10, offset: 1540 })
     expect(page).toMatchObject({ total: 1544, limit: 10, offset: 1540 })
