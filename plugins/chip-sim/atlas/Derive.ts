@@ -262,8 +262,12 @@ export const deriveAtlas = (netlist: Netlist, centroids: ReadonlyArray<readonly 
   const rawKeys = new Map<string, number>()
   for (const [k] of netlist.rawNames) rawKeys.set(k, (rawKeys.get(k) ?? 0) + 1)
 
-  // 1. Folding. A stack-internal node (unnamed, no pull-up, gating nothing, reaching vss through
-  //    such nodes) is the inside of one series pull-down stack: it belongs to the stack's output.
+  // 1. Folding. A stack-internal node (unnamed, no pull-up, gating nothing) lies between the
+  //    transistors of one series pull-down stack (a NAND's middle): it reaches vss through such
+  //    nodes (its depth is the number of transistors to vss) and has exactly one distinct
+  //    neighbour on the output side (any neighbour that is neither vss nor a shallower such
+  //    node). It is folded into the first node up that is not internal: the stack's output.
+  //    A node with no neighbour up (a dangling pull-down) or two (where two stacks meet) stays.
   const gates = new Int32Array(N)
   const chan: Array<Array<number>> = Array.from({ length: N }, () => [])
   for (let t = 0; t < netlist.transistorCount; t++) {
@@ -272,32 +276,23 @@ export const deriveAtlas = (netlist: Netlist, centroids: ReadonlyArray<readonly 
     chan[netlist.c2[t]!]!.push(netlist.c1[t]!)
   }
   const candidate = (x: number) => netlist.used[x] === 1 && !isRail(x) && namesOf[x]!.length === 0 && netlist.pullup[x] === 0 && gates[x] === 0
-  const internal = new Uint8Array(N)
-  for (let x = 0; x < N; x++) {
-    if (!candidate(x)) continue
-    const seen = new Set([x])
-    const stack = [x]
-    let grounded = false
-    while (stack.length > 0 && !grounded) {
-      for (const o of chan[stack.pop()!]!) {
-        if (o === vss) grounded = true
-        else if (!seen.has(o) && candidate(o)) seen.add(o), stack.push(o)
-      }
-    }
-    if (grounded) internal[x] = 1
+  const depthToVss = new Int32Array(N).fill(-1)
+  depthToVss[vss] = 0
+  for (let frontier = [vss], d = 1; frontier.length > 0; d++) {
+    const next: Array<number> = []
+    for (const u of frontier) for (const o of chan[u]!) if (depthToVss[o] === -1 && candidate(o)) (depthToVss[o] = d), next.push(o)
+    frontier = next
   }
+  const upOf = (x: number): Array<number> =>
+    [...new Set(chan[x]!.filter((o) => o !== vss && !(depthToVss[o]! > 0 && depthToVss[o]! < depthToVss[x]!)))]
+  const internal = new Uint8Array(N)
+  for (let x = 0; x < N; x++) if (depthToVss[x]! > 0 && upOf(x).length === 1) internal[x] = 1
   const foldedInto = new Int32Array(N).fill(-1)
   for (let x = 0; x < N; x++) {
     if (!internal[x]) continue
-    const seen = new Set([x])
-    const stack = [x]
-    while (stack.length > 0) {
-      for (const o of chan[stack.pop()!]!) {
-        if (isRail(o) || seen.has(o)) continue
-        if (internal[o]) seen.add(o), stack.push(o)
-        else if (foldedInto[x] < 0 || o < foldedInto[x]) foldedInto[x] = o
-      }
-    }
+    let up = upOf(x)[0]!
+    for (let hops = 0; internal[up] && hops < N; hops++) up = upOf(up)[0]!
+    foldedInto[x] = up
   }
   const fold = (x: number) => (internal[x] ? foldedInto[x]! : x)
 
