@@ -1,6 +1,7 @@
 /**
  * chip-sim: a stateless HTTP API simulating the NMOS 6502 at transistor level
- * (`../shared/specs/chip-simulation.md`), on listener `chip` (default port 9004).
+ * (`../shared/specs/chip-simulation.md`), on listener `chip` (default port 9004), with the die
+ * atlas derived from the same netlist on first use (`atlas/`).
  *
  * Config: `netlist_dir` — folder holding the visual6502 files `segdefs.js`, `transdefs.js`,
  * `nodenames.js` (never committed: licence). Default search: env `CHIP_SIM_NETLIST`, then

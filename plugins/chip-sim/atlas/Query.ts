@@ -4,16 +4,18 @@
  * nothing throws {@link AtlasQueryError} with its HTTP status (400, 404 or 422) and a message
  * saying what to send instead; nothing here answers 500 for bad input.
  */
+import { Schema } from "effect"
 import { type Atlas, type AtlasNode, BLOCKS, blockOf, type Container, KINDS, type Kind, ROLES, type Role } from "./Derive.ts"
 
-/** A refused atlas query: `status` is the HTTP status, `message` the body's `error`. */
-export class AtlasQueryError extends Error {
-  readonly _tag = "AtlasQueryError"
-  constructor(readonly status: 400 | 404 | 422, message: string, readonly extra: Record<string, unknown> = {}) {
-    super(message)
-    this.name = "AtlasQueryError"
-  }
-}
+/** A refused atlas query: `status` is the HTTP status, `message` the body's `error`, `extra` more members of the body. */
+export class AtlasQueryError extends Schema.TaggedError<AtlasQueryError>()("AtlasQueryError", {
+  status: Schema.Literal(400, 404, 422),
+  message: Schema.String,
+  extra: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.Unknown }), { default: () => ({}) })
+}) {}
+
+const refuse = (status: 400 | 404 | 422, message: string, extra?: Record<string, unknown>) =>
+  new AtlasQueryError({ status, message, ...(extra ? { extra } : {}) })
 
 /** Neighbour walk bounds (spec Limits: depth 1 to 4, limit up to 2000). */
 export const MAX_DEPTH = 4
@@ -52,15 +54,15 @@ export const resolveNode = (a: Atlas, reference: string, status: 400 | 404 = 404
   const numeric = /^#?(\d+)$/.exec(reference)
   if (numeric) {
     const node = a.nodes[Number(numeric[1])]
-    if (!node) throw new AtlasQueryError(status, `no node numbered ${numeric[1]} on the die (node numbers run 0 to ${a.nodeCount - 1}, some unused)`)
+    if (!node) throw refuse(status, `no node numbered ${numeric[1]} on the die (node numbers run 0 to ${a.nodeCount - 1}, some unused)`)
     return node
   }
   const id = a.names.get(reference)
   if (id === undefined) {
     if (a.sentinels.has(reference)) {
-      throw new AtlasQueryError(status, `${reference} is a sentinel in nodenames.js: it names bit-5 storage the chip does not have`)
+      throw refuse(status, `${reference} is a sentinel in nodenames.js: it names bit-5 storage the chip does not have`)
     }
-    throw new AtlasQueryError(status, `unknown node ${JSON.stringify(reference)}: give a die name (see GET /api/v1/nodes) or a node number, with or without a leading # (%23 in a URL)`)
+    throw refuse(status, `unknown node ${JSON.stringify(reference)}: give a die name (see GET /api/v1/nodes) or a node number, with or without a leading # (%23 in a URL)`)
   }
   return a.nodes[id]!
 }
@@ -101,13 +103,13 @@ export const atlasSummary = (a: Atlas) => ({
 /** `block` filter: a block id (`3`) or name (`registers`). @throws AtlasQueryError 422 */
 const blockFilter = (block: string): string => {
   const b = BLOCKS.find((x) => String(x.id) === block || x.name === block)
-  if (!b) throw new AtlasQueryError(422, `unknown block ${JSON.stringify(block)}: one of ${BLOCKS.map((x) => `${x.id} (${x.name})`).join(", ")}`)
+  if (!b) throw refuse(422, `unknown block ${JSON.stringify(block)}: one of ${BLOCKS.map((x) => `${x.id} (${x.name})`).join(", ")}`)
   return b.name
 }
 
 const groupOrThrow = (a: Atlas, key: string, status: 404 | 422 = 404): Container => {
   const c = a.byKey.get(key)
-  if (!c) throw new AtlasQueryError(status, `unknown group key ${JSON.stringify(key)}: keys are kind:id (see GET /api/v1/groups?layer=containers)`)
+  if (!c) throw refuse(status, `unknown group key ${JSON.stringify(key)}: keys are kind:id (see GET /api/v1/groups?layer=containers)`)
   return c
 }
 
@@ -165,7 +167,7 @@ export const listGroups = (a: Atlas, query: GroupsQuery) => {
 export const groupDetail = (a: Atlas, key: string, layer: Layer = "partition") => {
   const c = groupOrThrow(a, key)
   if (layer !== "containers" && c.owned.length === 0) {
-    throw new AtlasQueryError(404, `${key} is not a partition group: it is absorbed whole by ${c.absorbed_by}; ask with ?layer=containers`, { absorbed_by: c.absorbed_by })
+    throw refuse(404, `${key} is not a partition group: it is absorbed whole by ${c.absorbed_by}; ask with ?layer=containers`, { absorbed_by: c.absorbed_by })
   }
   const blocks = new Map<string, number>()
   const shares = new Map<string, number>()
