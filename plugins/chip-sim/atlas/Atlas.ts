@@ -37,7 +37,9 @@ const once = <A>(f: () => A): (() => A) => {
 
 /**
  * The whole atlas in one document: nodes, containers, gate legs, switches and bundles. Legs are
- * `[gate, out, transistors]`, switches `[transistor, control, a, b]` (node numbers).
+ * `[gate, out, transistors]`, switches `[transistor, control, a, b]` (node numbers). As the spec
+ * has it, the document lacks the alias table: a node carries its display name (the first of its
+ * names) and `aliases`, the number of others; `GET /api/v1/nodes` lists every name.
  */
 export const fullDocument = (a: Atlas) => ({
   format: "chip-sim-atlas",
@@ -47,7 +49,8 @@ export const fullDocument = (a: Atlas) => ({
   blocks: BLOCKS,
   nodes: a.nodes.filter((n) => n !== undefined).map((n) => ({
     id: n!.id,
-    names: n!.names,
+    name: n!.names[0] ?? null,
+    ...(n!.names.length > 1 ? { aliases: n!.names.length - 1 } : {}),
     group: n!.group,
     containers: n!.containers,
     block: n!.block,

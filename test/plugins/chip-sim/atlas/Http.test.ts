@@ -67,6 +67,9 @@ describe("atlas routes", () => {
     const doc = JSON.parse(plain.body.toString("utf8"))
     expect(doc).toMatchObject({ format: "chip-sim-atlas", version: 1 })
     expect(doc.nodes).toHaveLength(1704)
+    // No alias table (spec): one display name per node, the count of the others.
+    expect(doc.nodes.find((n: any) => n.name === "p4")).toMatchObject({ aliases: 1 })
+    expect(doc.nodes.some((n: any) => "names" in n)).toBe(false)
     expect(doc.containers).toHaveLength(138)
     expect(doc.bundles).toHaveLength(doc.counts.bundles)
     expect((await get("/v1/atlas/full", { "if-none-match": gz.headers.etag as string, "accept-encoding": "gzip" })).status).toBe(304)
