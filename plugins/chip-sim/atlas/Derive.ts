@@ -12,7 +12,8 @@ export const ROLES: ReadonlyArray<Role> = ["signal", "decode", "control"]
 
 /**
  * Container kinds in rank order: a node in several containers is owned (partition layer) by the
- * one whose kind comes first here (then by a smaller rank within the kind, see `Container.rank`).
+ * one whose kind comes first here (then the smaller container, then the key; overlays, see
+ * OVERLAY_SEEDS, rank after all others).
  */
 export const KINDS = [
   "alu", "flags", "regs", "alat", "dbus", "irp", "sbus", "sdp", "rdy", "pcr", "pipe", "sync",
@@ -243,7 +244,7 @@ const LABELS: Record<Kind, string> = {
   alu: "adder", flags: "status flag", regs: "register", alat: "address latch", dbus: "data latch/bus",
   irp: "instruction register", sbus: "special bus", sdp: "store-data phase", rdy: "ready", pcr: "program counter",
   pipe: "pipeline latch", sync: "fetch", clock: "clock", intr: "interrupt", branch: "branch", decimal: "decimal adjust",
-  incr: "incrementer", chain: "timing chain", bus: "pad bus", stage: "write stage", pins: "pins", rest: "residue", logic: "static logic"
+  incr: "incrementer", chain: "timing chain", bus: "bus", stage: "write stage", pins: "pins", rest: "residue", logic: "static logic"
 }
 
 /**

@@ -1,7 +1,7 @@
 import * as path from "node:path"
 import { beforeAll, describe, expect, it } from "vitest"
 import { ROOT } from "../../../../core/Kernel.ts"
-import { loadAtlas } from "../../../../plugins/chip-sim/atlas/Atlas.ts"
+import { loadAtlas, makeAtlasService } from "../../../../plugins/chip-sim/atlas/Atlas.ts"
 import type { Atlas } from "../../../../plugins/chip-sim/atlas/Derive.ts"
 import { KINDS } from "../../../../plugins/chip-sim/atlas/Derive.ts"
 import { groupDetail, listGroups, neighbors, tags } from "../../../../plugins/chip-sim/atlas/Query.ts"
@@ -58,6 +58,19 @@ describe("atlas derivation: the counts of the spec's Atlas vocabulary", () => {
     expect(atlas.counts.cross_switches + atlas.counts.inside_switches).toBe(atlas.switches.length)
     expect(atlas.counts.cross_gate_legs + atlas.counts.inside_gate_legs + atlas.counts.rail_gate_legs).toBe(atlas.legs.length)
     expect(atlas.bundles.reduce((s, b) => s + b.legs_ab + b.legs_ba, 0)).toBe(atlas.counts.cross_gate_legs)
+  })
+
+  it("folding: a node inside one series pull-down stack folds into its output; a dangling pull-down and a stack junction stay", () => {
+    expect(atlas.nodes[972]!.folded_into).toBe(1372)
+    expect(atlas.nodes[972]!.group).toBeNull()
+    expect(atlas.nodes[806]!.folded_into).toBeNull() // its one transistor goes to vss: no output to fold into
+    expect(atlas.nodes[1172]!.folded_into).toBeNull() // two stacks meet here
+    for (const n of atlas.nodes) if (n?.folded_into != null) expect(atlas.nodes[n.folded_into]!.folded_into).toBeNull()
+  })
+
+  it("is lazy: the service reads nothing until asked", () => {
+    const service = makeAtlasService(path.join(NETLIST, "no-such-folder"))
+    expect(() => service.atlas()).toThrow(/netlist not found/)
   })
 
   it("is deterministic: a second derivation gives the same groups and bundles", () => {
