@@ -153,6 +153,8 @@ export interface AtlasCounts {
   absorbed: number
   multi_container_nodes: number
   bundles: number
+  /** Bundles counted once from each side that has legs out or switches (as `/v1/groups/{key}` lists them). */
+  directed_bundles: number
   cross_gate_legs: number
   cross_switches: number
   inside_gate_legs: number
@@ -595,6 +597,7 @@ export const deriveAtlas = (netlist: Netlist, centroids: ReadonlyArray<readonly 
     absorbed: absorbed.length,
     multi_container_nodes: partitionNodes.filter((n) => n.containers.length > 1).length,
     bundles: bundles.length,
+    directed_bundles: bundles.reduce((n, b) => n + Number(b.legs_ab > 0 || b.switches > 0) + Number(b.legs_ba > 0 || b.switches > 0), 0),
     cross_gate_legs: crossLegs,
     cross_switches: crossSwitches,
     inside_gate_legs: insideLegs,

@@ -53,7 +53,7 @@ describe("atlas derivation: the counts of the spec's Atlas vocabulary", () => {
   })
 
   it("bundles: gate legs and switches between and inside groups (spec 534 bundles, 1644/310 across, 922/313 inside)", () => {
-    expect(atlas.counts).toMatchObject({ bundles: 356, cross_gate_legs: 1381, cross_switches: 330, inside_gate_legs: 1218, inside_switches: 290, rail_gate_legs: 16 })
+    expect(atlas.counts).toMatchObject({ bundles: 356, directed_bundles: 516, cross_gate_legs: 1381, cross_switches: 330, inside_gate_legs: 1218, inside_switches: 290, rail_gate_legs: 16 })
     // Every switch and every non-rail-gated leg is either across or inside.
     expect(atlas.counts.cross_switches + atlas.counts.inside_switches).toBe(atlas.switches.length)
     expect(atlas.counts.cross_gate_legs + atlas.counts.inside_gate_legs + atlas.counts.rail_gate_legs).toBe(atlas.legs.length)
