@@ -527,22 +527,25 @@ export const deriveAtlas = (netlist: Netlist, centroids: ReadonlyArray<readonly 
   }
   const bundles = [...bundleMap.values()].sort((x, y) => (x.a < y.a ? -1 : x.a > y.a ? 1 : x.b < y.b ? -1 : x.b > y.b ? 1 : 0))
 
-  // Parent: the partition group taking at least half of a group's outgoing legs and switch ends,
-  // when that group is larger (the accumulator's load lines, for instance, lead into regs:A).
+  // Parent: the partition group taking at least half of what a group reaches out to, when that
+  // group is larger; ties go to the higher-ranked group. A group that opens switches reaches out
+  // through their ends (X's load and read lines lead into regs:X), any other through its legs.
   const outgoing = new Map<string, Map<string, number>>()
+  const opensSwitches = new Set<string>()
+  for (const s of switches) opensSwitches.add(owner[s.control]!.key)
   const count = (from: string, to: string) => {
     if (from === to) return
     let m = outgoing.get(from)
     if (!m) outgoing.set(from, (m = new Map()))
     m.set(to, (m.get(to) ?? 0) + 1)
   }
-  for (const l of legs) if (!isRail(l.gate)) count(owner[l.gate]!.key, owner[l.out]!.key)
+  for (const l of legs) if (!isRail(l.gate) && !opensSwitches.has(owner[l.gate]!.key)) count(owner[l.gate]!.key, owner[l.out]!.key)
   for (const s of switches) count(owner[s.control]!.key, owner[s.a]!.key), count(owner[s.control]!.key, owner[s.b]!.key)
   for (const c of partition) {
     const m = outgoing.get(c.key)
     if (!m) continue
     const total = [...m.values()].reduce((a, b) => a + b, 0)
-    const [best, n] = [...m].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))[0]!
+    const [best, n] = [...m].sort((a, b) => b[1] - a[1] || byKey.get(a[0])!.rank - byKey.get(b[0])!.rank)[0]!
     const target = byKey.get(best)!
     if (n * 2 >= total && target.owned.length > c.owned.length) {
       c.parent = best

@@ -85,7 +85,8 @@ describe("atlas routes", () => {
     expect(regs.groups.every((g: any) => g.kind === "regs")).toBe(true)
     expect(regs.groups.map((g: any) => g.key)).toEqual(expect.arrayContaining(["regs:A", "regs:X", "regs:Y", "regs:S"]))
     const children = (await get("/v1/groups?parent=regs:A")).body
-    expect(children.total).toBeGreaterThan(0)
+    // The accumulator's load and read lines.
+    expect(children.groups.map((g: any) => g.key).sort()).toEqual(["dbus:ACDB", "regs:SBAC", "sbus:ACSB"])
     expect(children.groups.every((g: any) => g.parent === "regs:A")).toBe(true)
     const byId = (await get("/v1/groups?block=3")).body
     const byName = (await get("/v1/groups?block=registers")).body
