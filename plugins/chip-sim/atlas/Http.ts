@@ -56,8 +56,13 @@ const answer = (service: AtlasService, request: Headers, f: (atlas: Atlas) => un
 /** The rest of the path after `prefix`, percent-decoded (`%23` is `#`, `%2F` is `/`). @throws URIError */
 const restOf = (url: string, prefix: string): string => decodeURIComponent(url.split("?")[0]!.slice(prefix.length))
 
+/** A query integer in [min, max]; the description is on the string side so OpenAPI shows it. */
 const Int = (min: number, max: number, what: string) =>
-  Schema.NumberFromString.pipe(Schema.int(), Schema.between(min, max, { message: () => `${what}: an integer from ${min} to ${max}` }))
+  Schema.String.annotations({ description: `${what}: an integer from ${min} to ${max}` }).pipe(
+    Schema.compose(Schema.NumberFromString),
+    Schema.int(),
+    Schema.between(min, max, { message: () => `${what}: an integer from ${min} to ${max}` })
+  )
 const Bool = Schema.transform(Schema.Literal("true", "false", "1", "0"), Schema.Boolean, {
   strict: true,
   decode: (s) => s === "true" || s === "1",
