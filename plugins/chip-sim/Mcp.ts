@@ -1,7 +1,7 @@
 /**
  * The chip-sim MCP tools (spec: chip-simulation.md, "MCP"), served by the kernel's stateless
  * Streamable HTTP endpoint at `/api/mcp` on the chip listener: `console_spec`, `assemble`, `run`,
- * `mint_cartridge`. Addresses are hex with or without a leading `$` (numbers are taken as given).
+ * `mint_cartridge` (the fifth, `chip_atlas`, is in atlas/Tool.ts). Addresses are hex with or without a leading `$` (numbers are taken as given).
  * Refusals come back as results with `isError` and the reason, never as JSON-RPC errors.
  */
 import { Effect, Schema } from "effect"

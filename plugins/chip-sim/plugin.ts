@@ -1,6 +1,7 @@
 /**
  * chip-sim: a stateless HTTP API simulating the NMOS 6502 at transistor level
- * (`../shared/specs/chip-simulation.md`), on listener `chip` (default port 9004).
+ * (`../shared/specs/chip-simulation.md`), on listener `chip` (default port 9004), with the die
+ * atlas derived from the same netlist on first use (`atlas/`).
  *
  * Config: `netlist_dir` — folder holding the visual6502 files `segdefs.js`, `transdefs.js`,
  * `nodenames.js` (never committed: licence). Default search: env `CHIP_SIM_NETLIST`, then
@@ -13,6 +14,9 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { definePlugin, PluginUnavailable } from "../../core/Plugin.ts"
 import { routes } from "./Api.ts"
+import { makeAtlasService } from "./atlas/Atlas.ts"
+import { atlasRoutes } from "./atlas/Http.ts"
+import { atlasTool } from "./atlas/Tool.ts"
 import { mcpTools } from "./Mcp.ts"
 import { NETLIST_FILES } from "./engine/Netlist.ts"
 import * as Domain from "./Domain.ts"
@@ -83,6 +87,12 @@ export default definePlugin({
         (p) => Effect.promise(() => p.close())
       )
       yield* Effect.logInfo(`chip-sim: netlist loaded from ${dir}; ${size} simulator worker thread(s)`)
-      return { routes: routes(sim, pool), mcpTools: mcpTools(pool), status: () => ({ netlist_dir: dir, workers: size }) }
+      // The atlas is derived on its first request (about 0.1 s), not here: inspection never needs it.
+      const atlas = makeAtlasService(dir)
+      return {
+        routes: [...routes(sim, pool), ...atlasRoutes(atlas)],
+        mcpTools: [...mcpTools(pool), atlasTool(atlas)],
+        status: () => ({ netlist_dir: dir, workers: size })
+      }
     })
 })

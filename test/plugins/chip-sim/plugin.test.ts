@@ -186,7 +186,7 @@ describe("chip-sim in the kernel", () => {
     await client.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp`)))
     try {
       const tools = (await client.listTools()).tools.map((t) => t.name).sort()
-      expect(tools).toEqual(["assemble", "console_spec", "mint_cartridge", "run"])
+      expect(tools).toEqual(["assemble", "chip_atlas", "console_spec", "mint_cartridge", "run"])
       const textOf = (r: any) => r.content[0].text as string
       const spec = await client.callTool({ name: "console_spec", arguments: {} })
       expect(JSON.parse(textOf(spec)).contract.tick.address).toBe("$000D")
