@@ -8,7 +8,8 @@
  * name or a state blob the engine refuses.
  */
 import { HttpServerResponse } from "@effect/platform"
-import { Effect, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import { createHash } from "node:crypto"
 import { HttpError } from "../../core/HttpError.ts"
 import * as Route from "../../core/Route.ts"

@@ -3,7 +3,7 @@
  * SparseMemory, ChipState, Machine, Observation, StepResponse, Meta, and the boot/step requests.
  * Request Schemas refuse malformed blobs (length, hex, padding bits) with 422 before the engine.
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { BLOB_HEX_LENGTH, blobProblem } from "./Blob.ts"
 
 const hexByte = Schema.String.pipe(Schema.pattern(/^[0-9a-fA-F]{2}$/, { message: () => "expected two hex digits" }))

@@ -4,7 +4,8 @@
  * `mint_cartridge` (the fifth, `chip_atlas`, is in atlas/Tool.ts). Addresses are hex with or without a leading `$` (numbers are taken as given).
  * Refusals come back as results with `isError` and the reason, never as JSON-RPC errors.
  */
-import { Effect, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import type { McpTool, McpToolResult } from "../../core/Contribution.ts"
 import { AssembleError } from "./assembler/AssembleError.ts"
 import { assemble, toAssembleResponse } from "./assembler/Assembler.ts"

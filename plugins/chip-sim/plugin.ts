@@ -9,19 +9,12 @@
  * Without the files the plugin is unavailable and says which folders it tried and that
  * `platform chip fetch-netlist` downloads them.
  */
-import { Effect, Schema } from "effect"
+import * as Schema from "effect/Schema"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { definePlugin, PluginUnavailable } from "../../core/Plugin.ts"
-import { routes } from "./Api.ts"
-import { makeAtlasService } from "./atlas/Atlas.ts"
-import { atlasRoutes } from "./atlas/Http.ts"
-import { atlasTool } from "./atlas/Tool.ts"
-import { mcpTools } from "./Mcp.ts"
+import { definePlugin, lazySetup } from "../../core/Plugin.ts"
 import { NETLIST_FILES } from "./engine/Netlist.ts"
 import * as Domain from "./Domain.ts"
-import { makeChipSimulator } from "./Simulation.ts"
-import { defaultPoolSize, makeSimulatorPool } from "./SimulatorPool.ts"
 
 export const ChipSimConfig = Schema.Struct({
   netlist_dir: Schema.optional(Schema.String).annotations({
@@ -31,6 +24,7 @@ export const ChipSimConfig = Schema.Struct({
     description: "worker threads running boot/step, so long runs never block the other listeners (default: one per core, at most 4; 0 runs them on the event loop)"
   })
 }).annotations({ identifier: "ChipSimConfig" })
+export type ChipSimConfig = typeof ChipSimConfig.Type
 
 /** Folders searched for the netlist, in order, for a config directory. */
 export const netlistCandidates = (configDir: string, configured?: string): Array<string> =>
@@ -44,6 +38,9 @@ export const netlistCandidates = (configDir: string, configured?: string): Array
 
 /** True when `dir` holds all three netlist files. */
 export const hasNetlist = (dir: string): boolean => NETLIST_FILES.every((f) => fs.existsSync(path.join(dir, f)))
+
+// Bound here, not inside `export default`: tsc (5.9) leaves `.ts` in dynamic imports there.
+const setup = lazySetup(() => import("./Setup.ts"))
 
 export default definePlugin({
   name: "chip-sim",
@@ -64,35 +61,5 @@ export default definePlugin({
     Meta: Domain.Meta,
     CartridgeRequest: Domain.CartridgeRequest
   },
-  setup: (ctx) =>
-    Effect.gen(function* () {
-      const candidates = netlistCandidates(ctx.configDir, ctx.config.netlist_dir)
-      const dir = candidates.find(hasNetlist)
-      if (!dir) {
-        return yield* Effect.fail(new PluginUnavailable({
-          reason: `visual6502 netlist not found (segdefs.js, transdefs.js, nodenames.js) in ${candidates.join(", ")}; run \`platform chip fetch-netlist\` or set CHIP_SIM_NETLIST`
-        }))
-      }
-      const sim = yield* Effect.try({
-        try: () => makeChipSimulator(dir),
-        catch: (e) => new PluginUnavailable({ reason: `netlist in ${dir} could not be loaded: ${(e as Error).message}` })
-      })
-      // Threads only where requests are served: inspection runs none.
-      const size = ctx.mode === "serve" ? ctx.config.workers ?? defaultPoolSize() : 0
-      const pool = yield* Effect.acquireRelease(
-        Effect.tryPromise({
-          try: () => makeSimulatorPool(dir, size, sim),
-          catch: (e) => new PluginUnavailable({ reason: `simulator workers could not start: ${(e as Error).message}` })
-        }),
-        (p) => Effect.promise(() => p.close())
-      )
-      yield* Effect.logInfo(`chip-sim: netlist loaded from ${dir}; ${size} simulator worker thread(s)`)
-      // The atlas is derived on its first request (about 0.1 s), not here: inspection never needs it.
-      const atlas = makeAtlasService(dir)
-      return {
-        routes: [...routes(sim, pool), ...atlasRoutes(atlas)],
-        mcpTools: [...mcpTools(pool), atlasTool(atlas)],
-        status: () => ({ netlist_dir: dir, workers: size })
-      }
-    })
+  setup
 })

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { AssembleError } from "./AssembleError.ts"
 import { assemble, type AssembleResult } from "./Assembler.ts"
 

@@ -7,7 +7,8 @@
  * an unknown block or group filter is 422 (`{error}`).
  */
 import { HttpServerResponse } from "@effect/platform"
-import { Effect, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import { HttpError } from "../../../core/HttpError.ts"
 import * as Route from "../../../core/Route.ts"
 import { type AtlasService, etagOf } from "./Atlas.ts"

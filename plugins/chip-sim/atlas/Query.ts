@@ -4,7 +4,7 @@
  * nothing throws {@link AtlasQueryError} with its HTTP status (400, 404 or 422) and a message
  * saying what to send instead; nothing here answers 500 for bad input.
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { type Atlas, type AtlasNode, BLOCKS, blockOf, type Container, KINDS, type Kind, ROLES, type Role } from "./Derive.ts"
 
 /** A refused atlas query: `status` is the HTTP status, `message` the body's `error`, `extra` more members of the body. */

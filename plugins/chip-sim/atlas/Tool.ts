@@ -4,7 +4,8 @@
  * `limit` as `GET /api/v1/neighbors`); with `group`: that container; with neither: the atlas
  * summary. A reference naming nothing is a result with `isError`, never a JSON-RPC error.
  */
-import { Effect, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import type { McpTool, McpToolResult } from "../../../core/Contribution.ts"
 import type { AtlasService } from "./Atlas.ts"
 import { atlasSummary, AtlasQueryError, groupDetail, MAX_DEPTH, MAX_LIMIT, neighbors, nodeDetail } from "./Query.ts"
