@@ -3,22 +3,29 @@
  * the `JobTypes` extension point it registers into. Re-exported by `Contract.ts`, the only
  * module of this plugin other plugins import.
  */
-import type * as Schema from "effect/Schema"
+import * as Schema from "effect/Schema"
 import type { OutputFiles } from "../../core/Contribution.ts"
 import * as ExtensionPoint from "../../core/ExtensionPoint.ts"
 
 /** Error kinds the jobs runtime's retry policy understands (research-jobs spec, retry policy). */
-export type JobErrorKind = "TIMEOUT" | "NETWORK_ERROR" | "VALIDATION_ERROR" | "REMOTE_ERROR" | "INTERNAL_ERROR" | "CANCELLED"
+export const JobErrorKind = Schema.Literal("TIMEOUT", "NETWORK_ERROR", "VALIDATION_ERROR", "REMOTE_ERROR", "INTERNAL_ERROR", "CANCELLED")
+export type JobErrorKind = typeof JobErrorKind.Type
 
 /**
  * A failure raised by a job handler: `kind` decides retrying, `message` lands in the job's
  * `error`, and `details` (JSON, optional) in its `error_details` (e.g. a graph's failing stage
  * and partial outputs).
  */
-export class JobFailure extends Error {
-  readonly _tag = "JobFailure"
-  constructor(readonly kind: JobErrorKind, message: string, readonly retryable?: boolean, readonly details?: Record<string, unknown>) {
-    super(message)
+export class JobFailure extends Schema.TaggedError<JobFailure>()("JobFailure", {
+  kind: JobErrorKind,
+  message: Schema.String,
+  /** Overrides the kind's retry rule when set. */
+  retryable: Schema.optional(Schema.Boolean),
+  details: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+}) {
+  // Positional, as handlers raise it (`throw new JobFailure("TIMEOUT", "...")`).
+  constructor(kind: JobErrorKind, message: string, retryable?: boolean, details?: Record<string, unknown>) {
+    super({ kind, message, ...(retryable !== undefined ? { retryable } : {}), ...(details !== undefined ? { details } : {}) })
   }
 }
 

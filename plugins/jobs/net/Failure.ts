@@ -12,13 +12,22 @@
  * Transient kinds leave `retryable` unset so the job's own `retry_policy` decides; permanent
  * ones set `retryable: false`, which no `retry_on` can override.
  */
+import * as Schema from "effect/Schema"
 import { JobFailure } from "../JobType.ts"
 
 /** Marker reason used when our own deadline (not the caller) aborts a request. */
-export class DeadlineExceeded extends Error {
-  readonly _tag = "DeadlineExceeded"
-  constructor(readonly ms: number, what: string) {
-    super(`${what} timed out after ${ms} ms`)
+export class DeadlineExceeded extends Schema.TaggedError<DeadlineExceeded>()("DeadlineExceeded", {
+  /** The deadline, milliseconds. */
+  ms: Schema.Number,
+  /** What timed out ("GET https://…"). */
+  what: Schema.String
+}) {
+  constructor(ms: number, what: string) {
+    super({ ms, what })
+  }
+
+  override get message(): string {
+    return `${this.what} timed out after ${this.ms} ms`
   }
 }
 

@@ -5,6 +5,7 @@
  * `/`-separated safe segments whose first segment never looks like a stored file's id, so the
  * two never collide and `/files/<id>/<name>` never serves a bucket object.
  */
+import * as Schema from "effect/Schema"
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as fsp from "node:fs/promises"
@@ -31,7 +32,11 @@ export interface ObjectBucket {
 }
 
 /** A key (or prefix) the bucket refuses. */
-export class InvalidKey extends Error {}
+export class InvalidKey extends Schema.TaggedError<InvalidKey>()("InvalidKey", { message: Schema.String }) {
+  constructor(message: string) {
+    super({ message })
+  }
+}
 
 const SEGMENT = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}$/
 const FILE_ID = /^[A-Za-z0-9_-]{32}$/

@@ -27,18 +27,16 @@ import type { Limits } from "./Settings.ts"
 export type JobTypeLookup = (id: string) => JobType | undefined
 
 /** Abort reason of an attempt interrupted because its worker process is stopping. */
-export class WorkerShutdown extends Error {
-  readonly name = "WorkerShutdown"
-  constructor() {
-    super("worker shutting down")
+export class WorkerShutdown extends Schema.TaggedError<WorkerShutdown>()("WorkerShutdown", {}) {
+  override get message(): string {
+    return "worker shutting down"
   }
 }
 
 /** Abort reason of an attempt whose deferred claim did not take (cancelled or timed out while QUEUED). */
-export class ClaimLost extends Error {
-  readonly name = "ClaimLost"
-  constructor() {
-    super("job was cancelled or timed out before its claim was recorded")
+export class ClaimLost extends Schema.TaggedError<ClaimLost>()("ClaimLost", {}) {
+  override get message(): string {
+    return "job was cancelled or timed out before its claim was recorded"
   }
 }
 
