@@ -4,8 +4,13 @@
  * Archive sources publish request budgets (the Wayback CDX server answers 429 and then blocks
  * an address that keeps going past about 60 requests a minute); spacing requests ourselves is
  * cheaper than being throttled. The bucket starts full so a short burst (`burst` requests) goes
- * out at once, then refills at `perMinute / 60` tokens per second.
+ * out at once, then refills at `perMinute / 60` tokens per second. The bucket is Effect's
+ * `RateLimiter` (token-bucket algorithm); this class gives the jobs' Promise code its turns.
  */
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as EffectRateLimiter from "effect/RateLimiter"
+import * as Scope from "effect/Scope"
 import { abortFailure } from "./Failure.ts"
 
 /** Options of a limiter: `perMinute` > 0 requests a minute, `burst` >= 1 (default 1). */
@@ -14,56 +19,35 @@ export interface RateLimiterOptions {
   readonly burst?: number
 }
 
-/** A FIFO token bucket: `acquire()` before each request of one source. */
+/** A token bucket: `acquire()` before each request of one source; waiters are served in turn. */
 export class RateLimiter {
-  private tokens: number
-  private last: number
-  /** Waiters in arrival order, so a slow job cannot be starved by later ones. */
-  private queue: Promise<void> = Promise.resolve()
   readonly perMinute: number
   readonly burst: number
+  private readonly limit: EffectRateLimiter.RateLimiter
 
   constructor(opts: RateLimiterOptions) {
     if (!(opts.perMinute > 0)) throw new RangeError(`perMinute must be > 0, got ${opts.perMinute}`)
     this.perMinute = opts.perMinute
     this.burst = Math.max(1, Math.floor(opts.burst ?? 1))
-    this.tokens = this.burst
-    this.last = Date.now()
+    // `burst` tokens refilled over burst × (60 s / perMinute): one token per 60 s / perMinute.
+    // The refill fiber lives as long as the limiter (a limiter is kept for the process's life).
+    this.limit = Effect.runSync(
+      Scope.extend(
+        EffectRateLimiter.make({ limit: this.burst, interval: Duration.millis((this.burst * 60_000) / this.perMinute), algorithm: "token-bucket" }),
+        Effect.runSync(Scope.make())
+      )
+    )
   }
 
   /**
-   * Resolves when one request may go out (FIFO). Rejects with the abort failure of `signal`
+   * Resolves when one request may go out. Rejects with the abort failure of `signal`
    * (`JobFailure` CANCELLED or TIMEOUT) if it is aborted while waiting; the token is not spent.
    */
   acquire(signal?: AbortSignal): Promise<void> {
-    const turn = this.queue.then(() => this.take(signal))
-    // The chain must survive a rejected waiter, or one cancelled job would wedge the source.
-    this.queue = turn.catch(() => undefined)
-    return turn
-  }
-
-  /** Milliseconds until the next token, 0 when one is available now. */
-  waitMs(): number {
-    this.refill()
-    return this.tokens >= 1 ? 0 : Math.ceil(((1 - this.tokens) * 60_000) / this.perMinute)
-  }
-
-  private refill(): void {
-    const now = Date.now()
-    this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) * this.perMinute) / 60_000)
-    this.last = now
-  }
-
-  private async take(signal?: AbortSignal): Promise<void> {
-    for (;;) {
-      if (signal?.aborted) throw abortFailure(signal)
-      const wait = this.waitMs()
-      if (wait === 0) {
-        this.tokens -= 1
-        return
-      }
-      await sleep(wait, signal)
-    }
+    if (signal?.aborted) return Promise.reject(abortFailure(signal))
+    return Effect.runPromise(this.limit(Effect.void), signal ? { signal } : undefined).catch((e) => {
+      throw signal?.aborted ? abortFailure(signal) : e
+    })
   }
 }
 

@@ -151,6 +151,17 @@ describe("RateLimiter and Retry-After", () => {
     expect(took).toBeLessThan(1_000)
   })
 
+  it("lets a burst go at once, then serves waiters in arrival order", async () => {
+    const rl = new RateLimiter({ perMinute: 600, burst: 3 }) // 3 at once, then one per 100 ms
+    const t0 = Date.now()
+    await Promise.all([rl.acquire(), rl.acquire(), rl.acquire()])
+    expect(Date.now() - t0).toBeLessThan(90)
+    const order: Array<number> = []
+    await Promise.all([0, 1, 2].map((i) => rl.acquire().then(() => order.push(i))))
+    expect(order).toEqual([0, 1, 2])
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(280)
+  })
+
   it("gives up a waiting turn on abort without wedging the queue", async () => {
     const rl = new RateLimiter({ perMinute: 60 }) // one per second
     await rl.acquire()
