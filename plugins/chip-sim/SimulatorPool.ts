@@ -2,25 +2,18 @@
  * Runs boot/step on worker threads, so a long run (a 200,000-half-cycle step takes up to about a
  * second) never blocks the event loop that every listener of the platform shares.
  *
- * Each worker loads the netlist once and keeps its own simulator (and its memo). A request goes
- * to an idle worker, else waits in FIFO order. Errors come back with their name, message, HTTP
- * status and assembler line, and are rebuilt as `AssembleError` or a status-carrying `Error`.
- * `close()` terminates the workers. With `size: 0` the pool runs requests in-process.
+ * The threads are a `piscina` pool of fixed size (the field's worker pool for Node: FIFO task
+ * queue, a crashed thread replaced). Each thread loads the netlist once and keeps its own
+ * simulator (and its memo). Errors come back as data with their name, message, HTTP status and
+ * assembler line, and are rebuilt as `AssembleError` or a status-carrying `Error`. `close()`
+ * ends the threads. With `size: 0` the pool runs requests in-process.
  */
 import * as os from "node:os"
-import { Worker } from "node:worker_threads"
+import { Piscina } from "piscina"
 import { AssembleError } from "./assembler/AssembleError.ts"
 import type { BootRequest, StepRequest } from "./Domain.ts"
 import type { FramesRequest, FramesResult, StepResult } from "./engine/index.ts"
 import type { ChipSimulator } from "./Simulation.ts"
-
-interface Pending {
-  readonly id: number
-  readonly op: "boot" | "step" | "frames"
-  readonly req: unknown
-  readonly resolve: (r: never) => void // the result of its op (StepResult or FramesResult)
-  readonly reject: (e: Error) => void
-}
 
 interface WorkerError {
   readonly name: string
@@ -65,66 +58,41 @@ export const makeSimulatorPool = async (netlistDir: string, size: number, local:
     }
   }
   // A JavaScript entry that registers tsx in the worker thread before loading the TypeScript.
-  const url = new URL("./SimulatorWorker.mjs", import.meta.url)
-  const queue: Array<Pending> = []
-  const idle: Array<Worker> = []
-  const inflight = new Map<Worker, Pending>()
-  let nextId = 1
+  const pool = new Piscina({
+    filename: new URL("./SimulatorWorker.mjs", import.meta.url).href,
+    workerData: { netlistDir },
+    minThreads: size,
+    maxThreads: size,
+    // Threads live as long as the pool: a cold thread would reload the netlist and lose its memo.
+    idleTimeout: Number.POSITIVE_INFINITY
+  })
   let closed = false
-
-  const dispatch = () => {
-    while (idle.length > 0 && queue.length > 0) {
-      const w = idle.pop()!
-      const p = queue.shift()!
-      inflight.set(w, p)
-      w.postMessage({ id: p.id, op: p.op, req: p.req })
+  const run = async <R>(op: "boot" | "step" | "frames" | "ready", req: unknown): Promise<R> => {
+    if (closed) throw new Error("simulator pool is closed")
+    let answer: { ok: boolean; result?: R; error?: WorkerError }
+    try {
+      answer = await pool.run({ op, req })
+    } catch (e) {
+      throw new Error(closed ? "simulator pool is closed" : `simulator worker failed: ${(e as Error).message}`)
     }
+    if (!answer.ok) throw rebuild(answer.error!)
+    return answer.result as R
   }
-
-  const start = () =>
-    new Promise<Worker>((resolve, reject) => {
-      const w = new Worker(url, { workerData: { netlistDir } })
-      w.once("error", reject)
-      w.once("message", (m: { ready?: boolean }) => {
-        if (!m.ready) return reject(new Error("simulator worker did not start"))
-        w.off("error", reject)
-        w.on("message", (msg: { id: number; ok: boolean; result?: StepResult; error?: WorkerError }) => {
-          const p = inflight.get(w)
-          inflight.delete(w)
-          idle.push(w)
-          if (p && p.id === msg.id) {
-            if (msg.ok) p.resolve(msg.result as never)
-            else p.reject(rebuild(msg.error!))
-          }
-          dispatch()
-        })
-        w.on("error", (e) => {
-          // A crashed worker fails its request and is replaced, so the pool keeps its size.
-          const p = inflight.get(w)
-          inflight.delete(w)
-          p?.reject(new Error(`simulator worker failed: ${e.message}`))
-          if (!closed) start().then((n) => { idle.push(n); dispatch() }, () => {})
-        })
-        resolve(w)
-      })
-    })
-
-  const workers = await Promise.all(Array.from({ length: size }, start))
-  idle.push(...workers)
-  const run = <R>(op: Pending["op"], req: unknown) =>
-    new Promise<R>((resolve, reject) => {
-      if (closed) return reject(new Error("simulator pool is closed"))
-      queue.push({ id: nextId++, op, req, resolve: resolve as (r: never) => void, reject })
-      dispatch()
-    })
+  // One `ready` task per thread at once: each busy thread passes the next to another, so every
+  // thread has loaded the netlist (or failed to) before the pool is handed out.
+  try {
+    await Promise.all(Array.from({ length: size }, () => run("ready", null)))
+  } catch (e) {
+    await pool.destroy()
+    throw e
+  }
   return {
     boot: (req) => run<StepResult>("boot", req),
     step: (req) => run<StepResult>("step", req),
     frames: (req) => run<FramesResult>("frames", req),
     close: async () => {
       closed = true
-      for (const p of queue.splice(0)) p.reject(new Error("simulator pool is closed"))
-      await Promise.all([...idle, ...inflight.keys()].map((w) => w.terminate()))
+      await pool.destroy()
     }
   }
 }

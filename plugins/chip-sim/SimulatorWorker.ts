@@ -1,24 +1,22 @@
 /**
- * Worker-thread side of the simulator pool: loads the netlist once, then answers
- * `{id, op: "boot" | "step" | "frames", req}` messages with `{id, ok: true, result}` or
- * `{id, ok: false, error: {name, message, status?, line?}}`. See `SimulatorPool.ts`.
+ * Worker-thread side of the simulator pool (a piscina task handler): loads the netlist once when
+ * the thread starts, then answers `{op: "boot" | "step" | "frames" | "ready", req}` tasks with
+ * `{ok: true, result}` or `{ok: false, error: {name, message, status?, line?, tag?}}`: errors
+ * travel as data because a structured clone keeps neither an error's class nor its status.
+ * See `SimulatorPool.ts`.
  */
-import { parentPort, workerData } from "node:worker_threads"
+import { workerData } from "node:worker_threads"
 import { makeChipSimulator } from "./Simulation.ts"
 
 const sim = makeChipSimulator((workerData as { netlistDir: string }).netlistDir)
 
-parentPort!.on("message", (msg: { id: number; op: "boot" | "step" | "frames"; req: never }) => {
+/** One task: the op on this thread's simulator; `ready` only confirms the netlist is loaded. */
+export default function handle(task: { op: "boot" | "step" | "frames" | "ready"; req: never }) {
   try {
-    const result = msg.op === "boot" ? sim.boot(msg.req) : msg.op === "frames" ? sim.frames(msg.req) : sim.step(msg.req)
-    parentPort!.postMessage({ id: msg.id, ok: true, result })
+    const result = task.op === "ready" ? null : task.op === "boot" ? sim.boot(task.req) : task.op === "frames" ? sim.frames(task.req) : sim.step(task.req)
+    return { ok: true, result }
   } catch (e) {
-    const err = e as Error & { status?: number; line?: number }
-    parentPort!.postMessage({
-      id: msg.id,
-      ok: false,
-      error: { name: err.name, message: err.message, status: err.status, line: err.line, tag: (err as { _tag?: string })._tag }
-    })
+    const err = e as Error & { status?: number; line?: number; _tag?: string }
+    return { ok: false, error: { name: err.name, message: err.message, status: err.status, line: err.line, tag: err._tag } }
   }
-})
-parentPort!.postMessage({ ready: true })
+}
