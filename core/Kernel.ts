@@ -26,7 +26,8 @@ import { BootError, importPlugin } from "./PluginLoader.ts"
 import { DuplicateContribution } from "./Registry.ts"
 import type { MountedRoute } from "./Server.ts"
 import { ROOT } from "./Paths.ts"
-import { makeApp, serveListener } from "./Server.ts"
+import { serveListener } from "./Listener.ts"
+import { makeApp } from "./Server.ts"
 import { Extensions, GraphOpRegistry, layerRegistries, McpToolRegistry, PlatformInfo } from "./Services.ts"
 
 /** Root of this repository (see `Paths.ts`; built-in plugins live in `plugins/<name>/plugin.ts`). */
