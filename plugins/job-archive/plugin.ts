@@ -6,9 +6,8 @@
  * rate limits are per worker process and shared by all jobs of that process.
  */
 import * as Effect from "effect/Effect"
-import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import { directOnly, fetchConfigFields, fetcherFor, GeoRouter, jobTypes, RateLimiter } from "../jobs/Contract.ts"
+import { directOnly, fetchConfigFields, fetcherFor, jobTypes, pluggedGeoResolver, RateLimiter } from "../jobs/Contract.ts"
 import { configOption, definePlugin } from "../../core/Plugin.ts"
 import { ArchiveClient } from "./Archive.ts"
 import { ArchivedPage, archiveDiscoverOp, fetchArchiveOp } from "./GraphOps.ts"
@@ -68,7 +67,7 @@ export default definePlugin({
   resources: { LazarusPayload, LazarusResult, ArchivedPage },
   setup: (ctx) =>
     Effect.gen(function* () {
-      const geo = Option.getOrElse(yield* Effect.serviceOption(GeoRouter), () => directOnly)
+      const geo = yield* pluggedGeoResolver
       const client = makeArchiveClient(ctx.config, geo)
       return {
         extensions: jobTypes(lazarusJob(client)),

@@ -19,7 +19,7 @@
 import * as Schema from "effect/Schema"
 import type { Page } from "playwright-core"
 import { abortFailure, DeadlineExceeded, type GeoResolver, JobFailure, type JobType, sleep, GeoField } from "../jobs/Contract.ts"
-import type { BrowserPool } from "./BrowserPool.ts"
+import { type BrowserPool, LOOPBACK_TOO } from "./BrowserPool.ts"
 import { imageDimensions } from "./Image.ts"
 import { gotoChecked, playwrightFailure } from "./Navigate.ts"
 import { type BrowserJobSettings, HttpUrl } from "./Screenshot.ts"
@@ -77,7 +77,7 @@ export const browserJob = (pool: BrowserPool, geo: GeoResolver, s: BrowserJobSet
     let step = "initial navigation"
     try {
       return await pool.withContext(
-        { viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1, ...(route.kind === "proxy" ? { proxy: { server: route.proxyUrl } } : {}) },
+        { viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1, ...(route.kind === "proxy" ? { proxy: { server: route.proxyUrl, bypass: LOOPBACK_TOO } } : {}) },
         signal,
         async (context) => {
           deadline = Date.now() + p.timeout

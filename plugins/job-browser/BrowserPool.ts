@@ -81,6 +81,13 @@ export const killTagged = (tag: string): number[] => {
 }
 
 /**
+ * The `bypass` of a routed context: Chromium bypasses its proxy for loopback hosts unless told
+ * `<-loopback>`, and a page fetched under a geo route must go out through that route, whatever
+ * its host (the cluster's loopback banks and their tests rely on it).
+ */
+export const LOOPBACK_TOO = "<-loopback>"
+
+/**
  * Rejects with `abortFailure(signal)` as soon as `signal` aborts, else settles like `p`.
  * `p` keeps running (used where the work is shared, like a launch).
  */

@@ -9,7 +9,7 @@
 import * as Schema from "effect/Schema"
 import type { GraphOperation } from "../../core/Contribution.ts"
 import { type GeoResolver, invalid, type JobContext, type JobType, GeoField } from "../jobs/Contract.ts"
-import type { BrowserPool } from "./BrowserPool.ts"
+import { type BrowserPool, LOOPBACK_TOO } from "./BrowserPool.ts"
 import { imageDimensions } from "./Image.ts"
 import { gotoChecked } from "./Navigate.ts"
 
@@ -88,7 +88,7 @@ export const captureAll = async (
     {
       viewport: { width: p.viewport_width, height: p.viewport_height },
       deviceScaleFactor: 1,
-      ...(route.kind === "proxy" ? { proxy: { server: route.proxyUrl } } : {})
+      ...(route.kind === "proxy" ? { proxy: { server: route.proxyUrl, bypass: LOOPBACK_TOO } } : {})
     },
     ctx.signal,
     async (context) => {

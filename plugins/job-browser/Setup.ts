@@ -1,8 +1,7 @@
 /** The `job-browser` plugin's implementation, imported when the plugin is set up (see `plugin.ts`). */
 import * as Effect from "effect/Effect"
-import * as Option from "effect/Option"
 import { accessSync, constants } from "node:fs"
-import { directOnly, GeoRouter, jobTypes, torAware } from "../jobs/Contract.ts"
+import { jobTypes, pluggedGeoResolver, torAware } from "../jobs/Contract.ts"
 import { PluginUnavailable } from "../../core/Plugin.ts"
 import { browserJob } from "./Browser.ts"
 import { BrowserPool } from "./BrowserPool.ts"
@@ -34,7 +33,7 @@ export const setup = (ctx: PluginContext<BrowserConfig>) =>
     } catch {
       return yield* Effect.fail(new PluginUnavailable({ reason: `Chromium not found at ${c.chromium_path} (apt-get install -y chromium, or set plugins.job-browser.chromium_path)` }))
     }
-    const geo = torAware(Option.getOrElse(yield* Effect.serviceOption(GeoRouter), () => directOnly), c.tor_proxy_url)
+    const geo = torAware(yield* pluggedGeoResolver, c.tor_proxy_url)
     // Released with the platform scope: no Chromium outlives the platform.
     const pool = yield* Effect.acquireRelease(Effect.sync(() => makeBrowserPool(c)), (p) => Effect.promise(() => p.close()))
     const s = browserSettings(c)

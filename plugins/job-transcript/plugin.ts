@@ -7,9 +7,8 @@
  * versions are configurable because YouTube retires old ones.
  */
 import * as Effect from "effect/Effect"
-import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import { directOnly, fetchConfigFields, fetcherFor, GeoRouter, jobTypes, RateLimiter } from "../jobs/Contract.ts"
+import { directOnly, fetchConfigFields, fetcherFor, jobTypes, pluggedGeoResolver, RateLimiter } from "../jobs/Contract.ts"
 import { configOption, definePlugin } from "../../core/Plugin.ts"
 import { TranscriptDoc, transcriptOp, Video, youtubeSearchOp } from "./GraphOps.ts"
 import { TranscriptPayload, TranscriptResult, transcriptJob } from "./Transcript.ts"
@@ -54,7 +53,7 @@ export default definePlugin({
   resources: { TranscriptPayload, TranscriptResult, YouTubeVideo: Video, TranscriptDoc },
   setup: (ctx) =>
     Effect.gen(function* () {
-      const geo = Option.getOrElse(yield* Effect.serviceOption(GeoRouter), () => directOnly)
+      const geo = yield* pluggedGeoResolver
       const client = makeYouTubeClient(ctx.config, geo)
       return { extensions: jobTypes(transcriptJob(client)), graphOps: [youtubeSearchOp(client), transcriptOp(client)] }
     })

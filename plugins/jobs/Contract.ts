@@ -8,6 +8,6 @@
 export { type JobContext, type JobErrorKind, JobFailure, type JobFiles, type JobType, JobTypes, jobTypes } from "./JobType.ts"
 export { abortFailure, DeadlineExceeded, invalid, statusFailure, transportFailure } from "./net/Failure.ts"
 export { type FetchConfig, fetchConfigFields, Fetcher, fetcherFor, type FetcherOptions, type FetchRequest, type FetchResponse, retryAfterMs } from "./net/Fetcher.ts"
-export { directOnly, GeoField, type GeoFilter, GeoRouter, type GeoResolver, parseGeo, type Route, torAware } from "./net/GeoRouting.ts"
+export { directOnly, GeoField, type GeoFilter, GeoRouter, type GeoRouterContribution, GeoRouters, geoRouters, type GeoResolver, parseGeo, pluggedGeoResolver, type Route, torAware } from "./net/GeoRouting.ts"
 export { RateLimiter, type RateLimiterOptions, sleep } from "./net/RateLimiter.ts"
 export { type BucketObject, InvalidKey, JobsStorage, jobsStorage, type Locks, type ObjectBucket } from "./Storage.ts"

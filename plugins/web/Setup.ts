@@ -4,10 +4,9 @@
  * decoded config, and the graph operations over them.
  */
 import * as Effect from "effect/Effect"
-import * as Option from "effect/Option"
 import { PluginBootError, type PluginContext } from "../../core/Plugin.ts"
 import { Extensions } from "../../core/Services.ts"
-import { directOnly, Fetcher, type GeoResolver, GeoRouter } from "../jobs/Contract.ts"
+import { directOnly, Fetcher, type GeoResolver, pluggedGeoResolver } from "../jobs/Contract.ts"
 import { fetchBatchOp, fetchOp, filterUrlsOp, linksOp, searchOp, torFetchOp, type WebDeps } from "./GraphOps.ts"
 import { HostLimits } from "./Pages.ts"
 import type { WebConfig } from "./plugin.ts"
@@ -36,7 +35,7 @@ export const webOps = (deps: WebDeps) => [searchOp(deps), fetchOp(deps), fetchBa
 export const setup = (ctx: PluginContext<WebConfig>) =>
   Effect.gen(function* () {
     const c = ctx.config
-    const fallback = Option.getOrElse(yield* Effect.serviceOption(GeoRouter), () => directOnly)
+    const fallback = yield* pluggedGeoResolver
     const providers = (yield* Extensions).registry(SearchProviders)
     const { deps, searxng } = yield* Effect.try({
       try: () => makeWebDeps(c, providers, fallback),

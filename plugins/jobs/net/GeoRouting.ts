@@ -3,13 +3,18 @@
  *
  * Jobs accept a `geo` filter (research-jobs spec, "Geographic filter"): `{country}[:{state}][:{type}]`
  * or `tor`. Resolving a filter to a regional proxy (a VPN bank's endpoint, the Tor proxy) is the
- * job of a geo router that does not exist yet. Every fetching path (the `Fetcher`, the browser's
- * per-job context) asks a `GeoResolver` for a `Route` and applies it, so plugging a router in is
- * providing a `GeoRouter` service; nothing in the jobs changes. Until then `directOnly` serves
- * `null` geo directly and refuses any other value with a clear, non-retryable error.
+ * job of a geo router, which a plugin registers into the `GeoRouters` point (`cluster-vpn`).
+ * Every fetching path (the `Fetcher`, the browser's per-job context, graph operations) asks the
+ * `pluggedGeoResolver` for a `Route` and applies it; nothing in the jobs changes. Without a
+ * router `directOnly` serves `null` geo directly and refuses any other value with a clear,
+ * non-retryable error.
  */
 import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import * as ExtensionPoint from "../../../core/ExtensionPoint.ts"
+import { Extensions } from "../../../core/Services.ts"
 import { JobFailure } from "../JobType.ts"
 
 /** A parsed geo filter. `tor: true` alone for the bare `tor`. */
@@ -85,10 +90,43 @@ export const directOnly: GeoResolver = {
 }
 
 /**
- * The geo router service a future plugin provides. Fetching plugins read it with
- * `Effect.serviceOption(GeoRouter)` in `setup` and fall back to `directOnly`.
+ * A geo router provided as a service (tests, embedders building their own layer). Fetching
+ * plugins read it through `pluggedGeoResolver`, which prefers it to a registered router.
  */
 export class GeoRouter extends Context.Tag("@platform/jobs/GeoRouter")<GeoRouter, GeoResolver>() {}
+
+/** A geo router contributed by a plugin (`cluster-vpn`): `id` names it in `plugins list`. */
+export interface GeoRouterContribution {
+  readonly id: string
+  readonly resolver: GeoResolver
+}
+
+/**
+ * Where a plugin registers its geo router: `extensions: geoRouters({ id, resolver })`. At most
+ * one is used: the first registered (ids sorted), so a second router is listed but idle.
+ */
+export const GeoRouters = ExtensionPoint.make<GeoRouterContribution>({ name: "geoRouters", kind: "geo router", owner: "jobs", idOf: (r) => r.id })
+
+/** The contributions registering `routers` into `GeoRouters`. */
+export const geoRouters = (...routers: ReadonlyArray<GeoRouterContribution>) => ExtensionPoint.extend(GeoRouters, ...routers)
+
+/**
+ * The resolver a fetching plugin hands its jobs and operations: the `GeoRouter` service when one
+ * is provided, else the router registered into `GeoRouters`, else `directOnly`. The registry is
+ * read at each resolution, not at `setup`, because the plugin registering the router may be set
+ * up after the plugin asking (neither depends on the other).
+ */
+export const pluggedGeoResolver: Effect.Effect<GeoResolver, never, Extensions> = Effect.gen(function* () {
+  const provided = yield* Effect.serviceOption(GeoRouter)
+  if (Option.isSome(provided)) return provided.value
+  const registry = (yield* Extensions).registry(GeoRouters)
+  return {
+    resolve: (geo, signal) => {
+      const first = [...registry.values()].sort((a, b) => a.id.localeCompare(b.id))[0]
+      return (first?.value.resolver ?? directOnly).resolve(geo, signal)
+    }
+  }
+})
 
 /**
  * A resolver sending `tor` (and any `…:tor` filter) through the Tor SOCKS5 proxy at `proxyUrl`
