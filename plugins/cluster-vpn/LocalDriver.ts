@@ -140,6 +140,14 @@ export const localDriver = (o: LocalOptions): Driver => {
   }
 
   const startFrontend = async (f: FrontendSpec, text: string) => {
+    // HAProxy binds with SO_REUSEPORT and another process's listener would answer the readiness
+    // probe: a port taken by anyone else is refused here, before HAProxy starts.
+    const taken = await new Promise<string | null>((resolve) => {
+      const s = net.createServer()
+      s.once("error", (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message))
+      s.listen(f.port, "127.0.0.1", () => s.close(() => resolve(null)))
+    })
+    if (taken !== null) throw new ClusterError(409, "load_balancer", `the load balancer cannot be configured for bank ${f.tag}: port ${f.port} is not free (${taken})`)
     const file = path.join(o.dir, `bank-${f.tag.replace(/[^a-z0-9_-]/gi, "_")}.cfg`)
     fs.writeFileSync(file, text)
     const checked = await checkConfig(o.haproxy, file)
