@@ -2,7 +2,7 @@
 # One-time set-up of a fresh Debian machine for running and testing the platform:
 # Debian packages the tests and plugins use (redis-server for the BullMQ backend, Chromium for
 # the browser job types, tesseract-ocr with English data for the ocr graph operation, tmux for the
-# terminal client's tests), then the
+# terminal client's tests, haproxy and tinyproxy for cluster-vpn's local driver), then the
 # npm packages (lockfile-exact). Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +14,8 @@ command -v tesseract >/dev/null 2>&1 || missing+=(tesseract-ocr)   # the text pl
 ls /usr/share/tesseract-ocr/*/tessdata/eng.traineddata >/dev/null 2>&1 || missing+=(tesseract-ocr-eng)
 command -v ca65 >/dev/null 2>&1 || missing+=(cc65)   # cross-checks the assembler in tests
 command -v tmux >/dev/null 2>&1 || missing+=(tmux)   # the pseudo-terminal of the research client's tests
+command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || missing+=(haproxy)   # cluster-vpn: bank frontends (local driver), haproxy -c
+command -v tinyproxy >/dev/null 2>&1 || missing+=(tinyproxy)   # cluster-vpn: the local driver's worker proxies
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
   echo "setup: installing Debian packages: ${missing[*]}"
