@@ -10,7 +10,8 @@
  * when the listener is bound beyond loopback, every mutating and command route needs
  * `Authorization: Bearer <admin token>` (compared in constant time; 401 without, 503 when no
  * token is configured). Errors: `{error, code}` with 404, 409 (workers busy, bank exists, load
- * balancer), 422 (filter, no matching profile, not a worker), 501 (driver cannot), 502 (device).
+ * balancer, an operation the driver cannot do), 422 (filter, no matching profile, not a worker),
+ * 503 (a device or worker process that does not answer; no admin token configured).
  */
 import * as crypto from "node:crypto"
 import type { HttpServerRequest } from "@effect/platform"
@@ -84,7 +85,7 @@ export const routes = (d: HttpDeps): ReadonlyArray<Route.Route> => {
       tags,
       security: admin,
       body: BankCreate,
-      responses: { 201: { description: "the bank", schema: Bank }, ...errors(401, 409, 422) },
+      responses: { 201: { description: "the bank", schema: Bank }, ...errors(401, 409, 422, 503) },
       handler: ({ body, request }) => guarded(request, () => d.cluster.create(body)).pipe(Effect.map((b) => Route.reply(201, b)))
     })
   ]
@@ -113,7 +114,7 @@ export const routes = (d: HttpDeps): ReadonlyArray<Route.Route> => {
       security: admin,
       params: TagParams,
       body: BankUpdate,
-      responses: { 200: { description: "the bank", schema: Bank }, ...errors(401, 404, 409, 422) },
+      responses: { 200: { description: "the bank", schema: Bank }, ...errors(401, 404, 409, 422, 503) },
       handler: ({ params, body, request }) => guarded(request, () => d.cluster.update(params.tag, body))
     }),
     Route.make({
@@ -123,7 +124,7 @@ export const routes = (d: HttpDeps): ReadonlyArray<Route.Route> => {
       tags,
       security: admin,
       params: TagParams,
-      responses: { 200: { description: "the bank as it was", schema: Bank }, ...errors(401, 404) },
+      responses: { 200: { description: "the bank as it was", schema: Bank }, ...errors(401, 404, 409, 503) },
       handler: ({ params, request }) => guarded(request, () => d.cluster.remove(params.tag))
     }),
     ...(["idle", "resume"] as const).map((action) =>
@@ -134,7 +135,7 @@ export const routes = (d: HttpDeps): ReadonlyArray<Route.Route> => {
         tags,
         security: admin,
         params: TagParams,
-        responses: { 200: { description: "the bank", schema: Bank }, ...errors(401, 404, 409) },
+        responses: { 200: { description: "the bank", schema: Bank }, ...errors(401, 404, 409, 503) },
         handler: ({ params, request }) => guarded(request, () => d.cluster[action](params.tag))
       })
     ),
@@ -165,7 +166,7 @@ export const routes = (d: HttpDeps): ReadonlyArray<Route.Route> => {
       path: "/api/v1/devices/ping-all",
       summary: "Ping every device",
       tags,
-      responses: { 200: { description: "one result per device", schema: Schema.Array(PingResult) } },
+      responses: { 200: { description: "one result per device", schema: Schema.Array(PingResult) }, ...errors(503) },
       handler: () => run(() => d.cluster.pingAll())
     }),
     Route.make({
@@ -174,7 +175,7 @@ export const routes = (d: HttpDeps): ReadonlyArray<Route.Route> => {
       summary: "Ping a device: success and average latency (ms)",
       tags,
       params: IdParams,
-      responses: { 200: { description: "the ping", schema: PingResult }, ...errors(404) },
+      responses: { 200: { description: "the ping", schema: PingResult }, ...errors(404, 503) },
       handler: ({ params }) => run(() => d.cluster.ping(params.id))
     }),
     Route.make({
@@ -192,7 +193,7 @@ export const routes = (d: HttpDeps): ReadonlyArray<Route.Route> => {
       tags,
       security: admin,
       params: IdParams,
-      responses: { 200: { description: "the device with its speeds", schema: Device }, ...errors(401, 404, 409) },
+      responses: { 200: { description: "the device with its speeds", schema: Device }, ...errors(401, 404, 409, 503) },
       handler: ({ params, request }) => guarded(request, () => d.cluster.speedTest(params.id))
     }),
     Route.make({
@@ -203,7 +204,7 @@ export const routes = (d: HttpDeps): ReadonlyArray<Route.Route> => {
       security: admin,
       params: IdParams,
       body: Schema.Struct({ command: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(4096)) }),
-      responses: { ...errors(401, 404, 501, 502) },
+      responses: { ...errors(401, 404, 409, 503) },
       handler: ({ params, body, request }) => guarded(request, () => d.cluster.exec(params.id, body.command))
     }),
     ...(["reboot", "refresh"] as const).map((action) =>
@@ -214,7 +215,7 @@ export const routes = (d: HttpDeps): ReadonlyArray<Route.Route> => {
         tags,
         security: admin,
         params: IdParams,
-        responses: { 200: { description: "the device", schema: Device }, ...errors(401, 404, 501, 502) },
+        responses: { 200: { description: "the device", schema: Device }, ...errors(401, 404, 409, 503) },
         handler: ({ params, request }) => guarded(request, () => d.cluster[action](params.id))
       })
     ),
@@ -227,7 +228,7 @@ export const routes = (d: HttpDeps): ReadonlyArray<Route.Route> => {
         security: admin,
         params: IdParams,
         body: Schema.Struct({ profile: Schema.optional(Schema.String) }),
-        responses: { 200: { description: "the device", schema: Device }, ...errors(401, 404, 422, 502) },
+        responses: { 200: { description: "the device", schema: Device }, ...errors(401, 404, 422, 409, 503) },
         handler: ({ params, body, request }) => guarded(request, () => d.cluster.workerVpn(params.id, action, body.profile))
       })
     ),

@@ -8,7 +8,7 @@
  * sections of the shared generated configuration (`Haproxy.ts`).
  *
  * There is no VPN tunnel on loopback: the profile only labels the exit. Commands as root are
- * refused (501): on one machine that would be a shell on the host.
+ * refused (409 `not_supported`): on one machine that would be a shell on the host.
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
@@ -128,7 +128,7 @@ export const localDriver = (o: LocalOptions): Driver => {
       await waitListening(child, port, () => out, `tinyproxy of worker ${n}`)
     } catch (e) {
       await stopChild(child)
-      throw new ClusterError(502, "worker_unavailable", `worker ${n}: ${(e as Error).message}`)
+      throw new ClusterError(503, "worker_unavailable", `worker ${n}: ${(e as Error).message}`)
     }
     workers.set(n, { child, port, profile })
     return { ip: "127.0.0.1", port, exitIp: "127.0.0.1" }
@@ -212,12 +212,12 @@ export const localDriver = (o: LocalOptions): Driver => {
       return { success: times.length > 0, avgLatencyMs: avg, sent: port === undefined ? 0 : 3, received: times.length }
     },
     exec: async () => {
-      throw new ClusterError(501, "not_supported", "the local driver runs no device shell: commands as root would run on this host (use the openwrt driver)")
+      throw new ClusterError(409, "not_supported", "the local driver runs no device shell: commands as root would run on this host (use the openwrt driver)")
     },
     reboot: async (d) => {
       // A local worker "reboots" by restarting its proxy with the same exit.
       const w = d.worker_number === null ? undefined : workers.get(d.worker_number)
-      if (d.worker_number === null) throw new ClusterError(501, "not_supported", `the local driver cannot reboot ${d.hostname}: it is this host`)
+      if (d.worker_number === null) throw new ClusterError(409, "not_supported", `the local driver cannot reboot ${d.hostname}: it is this host`)
       if (!w) return
       await startProxy(d.worker_number, w.profile)
     },

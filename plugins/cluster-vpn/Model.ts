@@ -137,8 +137,8 @@ export interface ExecResult {
 
 /**
  * How banks touch the world. Every method rejects with `ClusterError` (status 409 for a load
- * balancer that cannot be configured, 502 for a device that does not answer, 501 for an
- * operation the driver cannot do).
+ * balancer that cannot be configured or an operation the driver cannot do (`not_supported`),
+ * 503 for a device or worker process that does not answer).
  */
 export interface Driver {
   readonly kind: "local" | "openwrt"
