@@ -43,7 +43,7 @@ const fuzzConfig = (dir: string): string => {
     // A smaller profile inventory (the shipped 12,909 files take seconds to write) and bank
     // frontends on ports of the cluster-vpn tests' range rather than the production 8890-8899.
     .replace(/\n  cluster-vpn:\n/, "\n  cluster-vpn:\n    generate_profiles: 1500\n")
-    .replace("frontend_ports: { from: ${CLUSTER_FRONTEND_FROM:-8890}, to: ${CLUSTER_FRONTEND_TO:-8899} }", "frontend_ports: { from: 19293, to: 19299 }")
+    .replace("from: ${CLUSTER_FRONTEND_FROM:-8890}", "from: 19293").replace("to: ${CLUSTER_FRONTEND_TO:-8899}", "to: 19299")
     .replace("worker_timeout_s: 3600", "worker_timeout_s: 60")
     .replace("worker_concurrency: 4 ", "worker_concurrency: 8 ")
     .replace("      backoff_base_s: 30 ", "      backoff_base_s: 1 ") +
