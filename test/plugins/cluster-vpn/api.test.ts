@@ -21,7 +21,7 @@ beforeAll(async () => {
   process.env.CLUSTER_API_TEST_TOKEN = TOKEN
   platform = await startPlatform({
     cwd: ROOT,
-    yaml: clusterYaml({ dataDir: tempDir("cluster-api-"), ports: { from: 19290, to: 19292 }, clusterHost: "0.0.0.0", cluster: `    admin_token_env: CLUSTER_API_TEST_TOKEN\n` })
+    yaml: clusterYaml({ dataDir: tempDir("cluster-api-"), ports: { from: 19285, to: 19287 }, clusterHost: "0.0.0.0", cluster: `    admin_token_env: CLUSTER_API_TEST_TOKEN\n` })
   })
   const base = platform.url("cluster").replace("0.0.0.0", "127.0.0.1")
   admin = clusterClient(base, TOKEN)
@@ -70,9 +70,9 @@ describe("Cluster API: refusals leave nothing half-created", () => {
   })
 
   it("refuses a bank whose load balancer cannot be configured (409): workers stopped again", async () => {
-    // The next frontend port (19291) is taken by another process: HAProxy cannot bind it.
+    // The next frontend port (19286) is taken by another process: HAProxy cannot bind it.
     blocker = net.createServer()
-    await new Promise<void>((r) => blocker!.listen(19291, "127.0.0.1", () => r()))
+    await new Promise<void>((r) => blocker!.listen(19286, "127.0.0.1", () => r()))
     const r = await admin.call("POST", "/api/v1/banks/", { name: "Texas", workers: [6, 7], filter: "us:tx" })
     expect(r).toMatchObject({ status: 409, body: { code: "load_balancer", error: expect.stringMatching(/load balancer cannot be configured/) } })
     expect((await admin.call("GET", "/api/v1/banks/texas")).status).toBe(404)

@@ -36,7 +36,7 @@ beforeAll(async () => {
     cwd: ROOT,
     yaml: clusterYaml({
       dataDir: tempDir("cluster-e2e-"),
-      ports: { from: 19280, to: 19289 },
+      ports: { from: 19280, to: 19284 },
       socks: socks.url,
       extra: `  web:\n    tor_socks_url: ${socks.url}\n  job-graph: {}\n${hasChromium ? `  job-browser:\n    navigation_timeout_ms: 8000\n    tor_proxy_url: ${socks.url.replace("socks5h:", "socks5:")}\n` : ""}`
     })
