@@ -512,9 +512,11 @@ export const makeCluster = (o: ClusterOptions): Cluster => {
         persist()
         return { ...devices[id - 1]! }
       }),
-    checkHealth: async () => {
-      for (const b of banks.values()) await probeBank(b)
-    },
+    // Under the lock: a probe must not see a bank halfway through a change (workers stopped).
+    checkHealth: () =>
+      locked(async () => {
+        for (const b of banks.values()) await probeBank(b)
+      }),
     restore: () =>
       locked(async () => {
         const active = [...banks.values()].filter((b) => b.status === "active")

@@ -7,7 +7,8 @@
  * `/vpn/restart`; `GET /profiles?filter=` shows what a filter selects.
  *
  * Security (the spec gives the API no authentication, but it runs commands as root on routers):
- * when the listener is bound beyond loopback, every mutating and command route needs
+ * when the listener is bound beyond loopback, every mutating and command route (pings included:
+ * they run `ping` on the master) needs
  * `Authorization: Bearer <admin token>` (compared in constant time; 401 without, 503 when no
  * token is configured). Errors: `{error, code}` with 404, 409 (workers busy, bank exists, load
  * balancer, an operation the driver cannot do), 422 (filter, no matching profile, not a worker),
@@ -166,17 +167,19 @@ export const routes = (d: HttpDeps): ReadonlyArray<Route.Route> => {
       path: "/api/v1/devices/ping-all",
       summary: "Ping every device",
       tags,
-      responses: { 200: { description: "one result per device", schema: Schema.Array(PingResult) }, ...errors(503) },
-      handler: () => run(() => d.cluster.pingAll())
+      security: admin,
+      responses: { 200: { description: "one result per device", schema: Schema.Array(PingResult) }, ...errors(401, 503) },
+      handler: ({ request }) => guarded(request, () => d.cluster.pingAll())
     }),
     Route.make({
       method: "POST",
       path: "/api/v1/devices/:id/ping",
       summary: "Ping a device: success and average latency (ms)",
       tags,
+      security: admin,
       params: IdParams,
-      responses: { 200: { description: "the ping", schema: PingResult }, ...errors(404, 503) },
-      handler: ({ params }) => run(() => d.cluster.ping(params.id))
+      responses: { 200: { description: "the ping", schema: PingResult }, ...errors(401, 404, 409, 503) },
+      handler: ({ params, request }) => guarded(request, () => d.cluster.ping(params.id))
     }),
     Route.make({
       method: "GET",

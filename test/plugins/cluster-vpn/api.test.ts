@@ -44,6 +44,7 @@ describe("Cluster API: security beyond loopback", () => {
     const wrong = await clusterClient(platform.url("cluster").replace("0.0.0.0", "127.0.0.1"), "wrong").call("POST", "/api/v1/devices/3/exec", { command: "id" })
     expect(wrong.status).toBe(401)
     expect((await anon.call("DELETE", "/api/v1/banks/anything")).status).toBe(401)
+    expect((await anon.call("POST", "/api/v1/devices/ping-all")).status).toBe(401)
     expect(await freeWorkers()).toBe(16)
   })
 })
