@@ -20,8 +20,8 @@ export const GeoRouterConfig = Schema.Struct({
   tor_socks_url: opt(Schema.String.pipe(Schema.pattern(/^socks5h?:\/\/[^\s/]+:\d+\/?$/)), "socks5h://127.0.0.1:9050", "the Tor SOCKS5 proxy `geo: tor` resolves to")
 })
 
-/** The frontend port range of banks (spec: 8890 to 8899; 8900 to 8999 reserved). */
-export const PortRange = Schema.Struct({ from: Port, to: Port }).pipe(Schema.filter((r) => r.from <= r.to || "from must not exceed to"))
+/** The frontend port range of banks (spec: 8890 to 8899; 8900 to 8999 reserved); `from` ≤ `to` is checked at boot. */
+export const PortRange = Schema.Struct({ from: Port, to: Port })
 
 /** The `local` driver: real tinyproxy workers and HAProxy frontends on loopback. */
 export const LocalDriverConfig = Schema.Struct({
@@ -45,7 +45,7 @@ export const ClusterConfig = Schema.Struct({
   driver: opt(Schema.Literal("local", "openwrt"), "local", "how banks touch the world: `local` (loopback tinyproxy workers + HAProxy) or `openwrt` (the routers' JSON-RPC)"),
   profiles_dir: opt(Schema.String, "", "folder of `<country>-<state>-<n>.<provider>.udp.ovpn` files; empty: `<data_dir>/cluster-vpn/profiles`"),
   generate_profiles: opt(Schema.Number.pipe(Schema.int(), Schema.between(0, 200_000)), 12_909, "profiles generated into an empty profiles folder at first start (0: none)"),
-  frontend_ports: opt(PortRange, { from: 8890, to: 8899 }, "bank frontend ports"),
+  frontend_ports: opt(PortRange, { from: 8890, to: 8899 }, "bank frontend ports, `from` to `to` inclusive (spec: 8890-8899; 8900-8999 reserved)"),
   worker_proxy_port: opt(Port, 3128, "the workers' HTTP proxy port (openwrt; the local driver picks free loopback ports)"),
   lb_check_interval_ms: opt(Schema.Number.pipe(Schema.int(), Schema.between(10, 600_000)), 5000, "HAProxy's health check interval per worker"),
   admin_token_env: opt(Schema.String, "CLUSTER_ADMIN_TOKEN", "environment variable holding the admin bearer token; required for mutating and command routes when the listener is not on loopback"),

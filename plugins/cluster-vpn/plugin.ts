@@ -43,6 +43,9 @@ export default definePlugin({
   setup: (ctx) =>
     Effect.gen(function* () {
       const c = ctx.config
+      if (c.frontend_ports.from > c.frontend_ports.to) {
+        return yield* Effect.fail(new PluginBootError({ reason: `frontend_ports: from (${c.frontend_ports.from}) exceeds to (${c.frontend_ports.to})` }))
+      }
       const adminToken = process.env[c.admin_token_env]
       const loopbackOnly = () => {
         const l = ctx.listenerInfo(ctx.listener)

@@ -47,6 +47,9 @@ driver?: ("local" | "openwrt")
  */
 profiles_dir?: string
 generate_profiles?: Between0200000
+/**
+ * bank frontend ports, `from` to `to` inclusive (spec: 8890-8899; 8900-8999 reserved) (default {"from":8890,"to":8899})
+ */
 frontend_ports?: {
 from: Between165535
 to: Between1655351
