@@ -12,7 +12,7 @@
  */
 import { spawnSync } from "node:child_process"
 import * as path from "node:path"
-import { Duration, Effect } from "effect"
+import { Duration, Effect, Runtime } from "effect"
 import { definePlugin, PluginBootError, PluginUnavailable } from "../../core/Plugin.ts"
 import { geoRouters } from "../jobs/Contract.ts"
 import { type Cluster, makeCluster } from "./Cluster.ts"
@@ -82,6 +82,9 @@ export default definePlugin({
         driver = openWrtDriver({ ...c.openwrt, password, workerProxyPort: c.worker_proxy_port, checkIntervalMs: c.lb_check_interval_ms, haproxyCheck: c.local.haproxy_path })
       }
       yield* Effect.addFinalizer(() => Effect.promise(() => driver.close()))
+      // Background warnings (restore, recovery) go out through the platform's logger.
+      const runtime = yield* Effect.runtime<never>()
+      const warn = (m: string) => void Runtime.runFork(runtime)(Effect.logWarning(`cluster-vpn: ${m}`))
       const layoutIp = (n: number) => (c.driver === "local" ? "127.0.0.1" : c.openwrt.worker_url_template.replace(/^https?:\/\//, "").replace("{100+n}", String(100 + n)).replace("{n}", String(n)).replace(/[:/].*$/, ""))
       const cluster = yield* Effect.try({
         try: () =>
@@ -91,7 +94,7 @@ export default definePlugin({
             driver,
             ports: c.frontend_ports,
             layout: { master: driver.masterIp, gateway: c.driver === "local" ? "127.0.0.1" : driver.masterIp.replace(/\.\d+$/, ".2"), worker: layoutIp },
-            log: (m) => Effect.runFork(Effect.logWarning(`cluster-vpn: ${m}`))
+            log: warn
           }),
         catch: (e) => new PluginBootError({ reason: `cluster state (${ctx.dataDir}/cluster.json): ${(e as Error).message}` })
       })
