@@ -3,7 +3,7 @@
  * settings, "VPN bank", "Limits"). Every `GEOROUTER_*` setting of the spec is a key of
  * `georouter`; `platform.yaml` maps the environment variables onto them.
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { configOption as opt } from "../../core/Plugin.ts"
 
 const Port = Schema.Number.pipe(Schema.int(), Schema.between(1, 65535))

@@ -16,7 +16,8 @@
  */
 import * as crypto from "node:crypto"
 import type { HttpServerRequest } from "@effect/platform"
-import { Effect, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import { HttpError } from "../../core/HttpError.ts"
 import * as Route from "../../core/Route.ts"
 import type { Cluster } from "./Cluster.ts"

@@ -3,7 +3,7 @@
  * layout") as Schemas (the API's bodies and `schemas/cluster-vpn/`), the errors of the Cluster
  * API, and the `Driver` interface through which banks touch the world.
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import type { Profile } from "./Inventory.ts"
 
 /** Worker numbers 1 to 16; device ids 1 to 18 (1 master, 2 gateway, 3-18 workers 1-16). */
