@@ -54,6 +54,9 @@ export const header = (o: HaproxyOptions): string =>
     "  timeout client 60s",
     "  timeout server 60s",
     "  timeout tunnel 1h",
+    // A check's own deadline, apart from its interval: a short interval on a loaded host must
+    // not mark a live worker down.
+    "  timeout check 2s",
     ""
   ].join("\n")
 

@@ -31,7 +31,7 @@ plugins:
     listener: cluster
     generate_profiles: 1500
     frontend_ports: { from: ${o.ports.from}, to: ${o.ports.to} }
-    lb_check_interval_ms: 200
+    lb_check_interval_ms: 1000
     georouter:
       health_check_interval_s: 0.2
 ${o.socks ? `      tor_socks_url: ${o.socks}\n` : ""}${o.cluster ?? ""}${o.extra ?? ""}`
