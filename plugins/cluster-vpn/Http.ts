@@ -23,7 +23,15 @@ import * as Route from "../../core/Route.ts"
 import type { Cluster } from "./Cluster.ts"
 import type { Inventory } from "./Inventory.ts"
 import { selectByString } from "./Inventory.ts"
+import { type GeoResolver, JobErrorKind, JobFailure } from "../jobs/Contract.ts"
 import { Bank, BankCreate, BankUpdate, ClusterError, Device, DEVICES, PingResult } from "./Model.ts"
+
+/** A resolved route as other processes receive it (no dispatcher: they build their own). */
+const RouteBody = Schema.Union(
+  Schema.Struct({ kind: Schema.Literal("direct") }),
+  Schema.Struct({ kind: Schema.Literal("proxy"), proxy_url: Schema.String, label: Schema.NullOr(Schema.String) })
+).annotations({ identifier: "GeoRouteBody" })
+const RouteFailure = Schema.Struct({ error: Schema.String, kind: JobErrorKind, retryable: Schema.Boolean }).annotations({ identifier: "GeoRouteFailure" })
 
 /** What the routes need besides the cluster. */
 export interface HttpDeps {
@@ -36,6 +44,8 @@ export interface HttpDeps {
   readonly adminToken: string | undefined
   readonly adminTokenEnv: string
   readonly router: () => Record<string, unknown>
+  /** The geo router, answering `GET /api/v1/georouter/route` for processes without one. */
+  readonly resolver?: GeoResolver
 }
 
 const ErrorBody = Schema.Struct({ error: Schema.String, code: Schema.String }).annotations({ identifier: "ClusterErrorBody" })
@@ -291,6 +301,27 @@ export const routes = (d: HttpDeps): ReadonlyArray<Route.Route> => {
             router: d.router()
           }
         })
+    }),
+    Route.make({
+      method: "GET",
+      path: "/api/v1/georouter/route",
+      summary: "Resolve a geo filter to a route (rules 1-5): for processes without a router of their own (`platform worker`, the jobs worker thread, with jobs.geo_router_url)",
+      tags,
+      // Resolving may create, resume or recover a bank (rules 3 and 4).
+      security: admin,
+      query: Schema.Struct({ geo: Schema.String.annotations({ description: "geo filter ({country}[:{state}][:tor] or tor); empty: the default geo" }) }),
+      responses: { 200: { description: "the route", schema: RouteBody }, 422: { description: "invalid filter, no matching profile", schema: RouteFailure }, 503: { description: "no route now (no workers, unhealthy bank)", schema: RouteFailure }, ...errors(401) },
+      handler: ({ query, request }) =>
+        guard(request).pipe(
+          Effect.zipRight(Effect.tryPromise({
+            try: () => (d.resolver ? d.resolver.resolve(query.geo) : Promise.reject(new JobFailure("NETWORK_ERROR", "the cluster runs no geo router", true))),
+            catch: (e) =>
+              e instanceof JobFailure
+                ? new HttpError({ status: e.kind === "VALIDATION_ERROR" ? 422 : 503, body: { error: e.message, kind: e.kind, retryable: e.retryable ?? e.kind !== "VALIDATION_ERROR" } })
+                : e
+          })),
+          Effect.map((r) => (r.kind === "direct" ? { kind: "direct" as const } : { kind: "proxy" as const, proxy_url: r.proxyUrl, label: r.label ?? null }))
+        )
     }),
     Route.make({
       method: "GET",

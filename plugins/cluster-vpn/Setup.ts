@@ -95,8 +95,8 @@ export const setup = (ctx: PluginContext<ClusterConfig>) =>
       Effect.forever
     )
     return {
-      routes: routes({ cluster, inventory, driver: c.driver, loopbackOnly, adminToken, adminTokenEnv: c.admin_token_env, router: () => router.stats() }),
-      extensions: geoRouters({ id: "cluster-vpn", resolver: router }),
+      routes: routes({ cluster, inventory, driver: c.driver, loopbackOnly, adminToken, adminTokenEnv: c.admin_token_env, router: () => router.stats(), resolver: router }),
+      extensions: geoRouters({ id: "cluster-vpn", resolver: router, url: () => ctx.listenerInfo(ctx.listener)?.url }),
       start: Effect.promise(() => cluster.restore()).pipe(
         Effect.zipRight(Effect.sleep(Duration.seconds(c.georouter.health_check_interval_s))),
         Effect.zipRight(healthLoop)

@@ -5,7 +5,7 @@
  * rate limits, geo routing), which every job type shares. Plugins keeping state beside the jobs
  * (workspaces) read the shared storage (`jobsStorage`): the file store as a bucket, locks.
  */
-export { type JobContext, type JobErrorKind, JobFailure, type JobFiles, type JobType, JobTypes, jobTypes } from "./JobType.ts"
+export { type JobContext, JobErrorKind, JobFailure, type JobFiles, type JobType, JobTypes, jobTypes } from "./JobType.ts"
 export { abortFailure, DeadlineExceeded, invalid, statusFailure, transportFailure } from "./net/Failure.ts"
 export { type FetchConfig, fetchConfigFields, Fetcher, fetcherFor, type FetcherOptions, type FetchRequest, type FetchResponse, retryAfterMs } from "./net/Fetcher.ts"
 export { directOnly, GeoField, type GeoFilter, GeoRouter, type GeoRouterContribution, GeoRouters, geoRouters, type GeoResolver, parseGeo, pluggedGeoResolver, type Route, torAware } from "./net/GeoRouting.ts"

@@ -19,6 +19,8 @@ export interface WorkerOptions {
   readonly concurrency?: number
   /** Download base of stored files when `files.url` is not set (the serving thread's `/files`). */
   readonly filesUrl?: string
+  /** Geo router to resolve through when `geo_router_url` is not set (the serving thread's). */
+  readonly geoRouterUrl?: string
 }
 
 /**
@@ -37,7 +39,8 @@ export const workerConfig = (loaded: LoadedConfig, options: WorkerOptions = {}):
     workers: true,
     worker_thread: false,
     ...(options.concurrency ? { limits: { ...entry.limits, worker_concurrency: options.concurrency } } : {}),
-    ...(options.filesUrl && !entry.files?.url ? { files: { ...entry.files, url: options.filesUrl } } : {})
+    ...(options.filesUrl && !entry.files?.url ? { files: { ...entry.files, url: options.filesUrl } } : {}),
+    ...(options.geoRouterUrl && !entry.geo_router_url ? { geo_router_url: options.geoRouterUrl } : {})
   }
   return { ...loaded, config: { ...loaded.config, plugins: { ...loaded.config.plugins, jobs } } }
 }

@@ -19,6 +19,7 @@ import * as ExtensionPoint from "../../core/ExtensionPoint.ts"
 import type { BootMode } from "../../core/Plugin.ts"
 import { Extensions } from "../../core/Services.ts"
 import { JobTypes } from "./JobType.ts"
+import { GeoRouters, geoRouters } from "./net/GeoRouting.ts"
 import { JobsStorage } from "./Storage.ts"
 import { type FileStore, FilesSettings, makeFileStore, uploadKey } from "./runtime/FileStore.ts"
 import type { JobsRuntime } from "./runtime/Runtime.ts"
@@ -30,15 +31,16 @@ import type { WorkerThread } from "./runtime/WorkerThread.ts"
  * rather than when it is declared: `platform config validate` and `--help` read this file only.
  */
 const loadRuntime = Effect.promise(async () => {
-  const [Bucket, Locks, Http, Backend, Runtime, Thread] = await Promise.all([
+  const [Bucket, Locks, Http, Backend, Runtime, Thread, RemoteGeo] = await Promise.all([
     import("./runtime/Bucket.ts"),
     import("./runtime/Locks.ts"),
     import("./runtime/Http.ts"),
     import("./runtime/Backend.ts"),
     import("./runtime/Runtime.ts"),
-    import("./runtime/WorkerThread.ts")
+    import("./runtime/WorkerThread.ts"),
+    import("./net/RemoteGeo.ts")
   ])
-  return { ...Bucket, ...Locks, ...Http, Backend, ...Runtime, ...Thread }
+  return { ...Bucket, ...Locks, ...Http, Backend, ...Runtime, ...Thread, ...RemoteGeo }
 })
 type Loaded = Effect.Effect.Success<typeof loadRuntime>
 
@@ -47,7 +49,17 @@ export const JobsConfig = Schema.extend(
   JobsSettings,
   Schema.Struct({
     files: Schema.optionalWith(FilesSettings, { default: () => Schema.decodeSync(FilesSettings)({}) }),
-    events_heartbeat_s: Schema.optionalWith(Schema.Number.pipe(Schema.positive()).annotations({ description: "keep-alive comment interval of the SSE progress stream, seconds" }), { default: () => 15 })
+    events_heartbeat_s: Schema.optionalWith(Schema.Number.pipe(Schema.positive()).annotations({ description: "keep-alive comment interval of the SSE progress stream, seconds" }), { default: () => 15 }),
+    geo_router_url: Schema.optionalWith(
+      Schema.NullOr(Schema.String.pipe(Schema.pattern(/^https?:\/\/\S+$/))).annotations({
+        description: "Cluster API (http://host:port) whose geo router resolves `geo` in a process that registers none itself (`platform worker`); null: the router registered in this process, if any (the worker thread gets the serving thread's on its own) (default null)"
+      }),
+      { default: () => null }
+    ),
+    geo_router_token: Schema.optionalWith(
+      Schema.String.annotations({ description: "admin bearer token for geo_router_url when that API listens beyond loopback; write ${CLUSTER_ADMIN_TOKEN:-} (default \"\")" }),
+      { default: () => "" }
+    )
   })
 ).annotations({ identifier: "JobsConfig" })
 export type JobsConfig = typeof JobsConfig.Type
@@ -84,8 +96,9 @@ export default definePlugin({
   setup: (ctx) =>
     Effect.gen(function*() {
       const loaded = yield* loadRuntime
-      const { routes, Backend, JobsRuntime, startWorkerThread } = loaded
+      const { routes, Backend, JobsRuntime, startWorkerThread, remoteGeoResolver } = loaded
       const registry = (yield* Extensions).registry(JobTypes)
+      const routers = (yield* Extensions).registry(GeoRouters)
       const files = yield* Effect.try({
         try: () =>
           makeFileStore(ctx.config.files, ctx.dataDir, () => {
@@ -103,7 +116,12 @@ export default definePlugin({
         }),
         (s) => Effect.promise(() => s.locks.close())
       )
-      const extensions = ExtensionPoint.extend(JobsStorage, storage)
+      // A process without a router of its own (`platform worker`, the worker thread) resolves
+      // `geo` through the Cluster API named here; a router registered in the process wins
+      // (routers are tried by id: "cluster-vpn" before "remote").
+      const remote = ctx.config.geo_router_url ? remoteGeoResolver(ctx.config.geo_router_url, ctx.config.geo_router_token) : undefined
+      if (remote) yield* Effect.addFinalizer(() => Effect.promise(() => remote.close()))
+      const extensions = [...ExtensionPoint.extend(JobsStorage, storage), ...(remote ? geoRouters({ id: "remote", resolver: remote }) : [])]
       if (ctx.mode === "inspect") {
         // Inspection must not take the store's lock from a running `platform serve`: declare the
         // routes over a runtime that is never opened (no listener serves them in this mode).
@@ -140,7 +158,10 @@ export default definePlugin({
       const startInThread = Effect.acquireRelease(
         Effect.tryPromise(() => {
           const l = ctx.listenerInfo(ctx.listener)
-          return startWorkerThread(ctx.source, l ? `${l.url}/files` : undefined)
+          // The thread boots `jobs` and its extenders only: it resolves `geo` through this
+          // process's router (its listener), unless the config names one.
+          const geoUrl = [...routers.values()].sort((a, b) => a.id.localeCompare(b.id)).map((r) => r.value.url?.()).find((u) => u !== undefined)
+          return startWorkerThread(ctx.source, l ? `${l.url}/files` : undefined, geoUrl)
         }).pipe(
           Effect.map((t): WorkerThread | undefined => t),
           // The API keeps serving: its own event loop runs the workers instead.

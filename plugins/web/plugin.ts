@@ -33,6 +33,9 @@ export default definePlugin({
   name: "web",
   version: "0.1.0",
   description: "Web graph operations: search (provider extension point, SearXNG), fetch, fetch_batch, tor_fetch (Tor SOCKS5), filter_urls, links.",
+  // Graph operations run inside graph jobs: depending on `jobs` boots this plugin in every
+  // workers-only process and thread too, where the graph engine runs them.
+  dependsOn: ["jobs"],
   // No routes of its own; graph operations are served by whoever runs graphs (the jobs listener).
   defaultListener: "jobs",
   config: WebConfig,

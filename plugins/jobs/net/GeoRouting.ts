@@ -99,6 +99,11 @@ export class GeoRouter extends Context.Tag("@platform/jobs/GeoRouter")<GeoRouter
 export interface GeoRouterContribution {
   readonly id: string
   readonly resolver: GeoResolver
+  /**
+   * Base URL other processes resolve through (`GET {url}/api/v1/georouter/route`), known once the
+   * router's listener is bound: the jobs plugin hands it to its worker thread as `geo_router_url`.
+   */
+  readonly url?: () => string | undefined
 }
 
 /**

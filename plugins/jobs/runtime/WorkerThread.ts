@@ -26,7 +26,7 @@ const BOOTSTRAP = `
 const { workerData, parentPort } = require("node:worker_threads")
 if (workerData.tsx) require(workerData.tsx).register()
 import(workerData.entry).then(async ({ runWorkers }) => {
-  const workers = await runWorkers({ yaml: workerData.text, file: workerData.file, cwd: workerData.cwd, filesUrl: workerData.filesUrl })
+  const workers = await runWorkers({ yaml: workerData.text, file: workerData.file, cwd: workerData.cwd, filesUrl: workerData.filesUrl, geoRouterUrl: workerData.geoRouterUrl })
   parentPort.on("message", (m) => {
     if (m !== "stop") return
     workers.stop().finally(() => {
@@ -54,11 +54,13 @@ export interface WorkerThread {
 
 /**
  * Starts workers in a new thread from the config at `source.file` with text `source.text`;
- * `filesUrl` is the download base of stored files when the config sets no `files.url`. Resolves
+ * `filesUrl` is the download base of stored files when the config sets no `files.url`;
+ * `geoRouterUrl` the geo router the thread resolves through when it sets no `geo_router_url`
+ * (the serving thread's cluster router, registered there but not booted in the thread). Resolves
  * once they consume; rejects with the thread's boot error (a job plugin failing, Redis
  * unreachable) or when the thread dies first.
  */
-export const startWorkerThread = (source: { readonly file: string; readonly text: string }, filesUrl?: string): Promise<WorkerThread> =>
+export const startWorkerThread = (source: { readonly file: string; readonly text: string }, filesUrl?: string, geoRouterUrl?: string): Promise<WorkerThread> =>
   new Promise((resolve, reject) => {
     const require = createRequire(import.meta.url)
     const thread = new Worker(BOOTSTRAP, {
@@ -67,6 +69,7 @@ export const startWorkerThread = (source: { readonly file: string; readonly text
         tsx: MODULE_EXT === ".ts" ? require.resolve("tsx/esm/api") : undefined,
         entry: new URL(`../Workers${MODULE_EXT}`, import.meta.url).href,
         filesUrl,
+        geoRouterUrl,
         text: source.text,
         file: path.basename(source.file),
         cwd: path.dirname(source.file)

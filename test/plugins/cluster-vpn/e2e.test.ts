@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ROOT, startPlatform } from "../../../core/Kernel.ts"
 import { type Fixture, serve } from "../../fixtures/pages-server.ts"
 import { type Socks5Fixture, socks5Server } from "../../fixtures/socks5-server.ts"
+import { remoteGeoResolver } from "../../../plugins/jobs/net/RemoteGeo.ts"
 import { jobsClient, tempDir } from "../jobs/support.ts"
 import { clusterClient, clusterYaml, waitUntil } from "./support.ts"
 
@@ -116,6 +117,23 @@ describe("cluster-vpn with the local driver", () => {
     const workers = carriers("/shot/")
     expect(workers).toHaveLength(2)
     expect(workers.every((w) => ["1", "2", "3"].includes(w!))).toBe(true)
+  })
+
+  it("a process without a router (jobs.geo_router_url) resolves through GET /api/v1/georouter/route", async () => {
+    const remote = remoteGeoResolver(platform.url("cluster"))
+    try {
+      const bank = (await cluster.call("GET", "/api/v1/banks/calibank")).body
+      const route = await remote.resolve("us:ca")
+      expect(route).toMatchObject({ kind: "proxy", proxyUrl: bank.endpoint })
+      const r = await fetch(`${fx.url}/remote/0`, { dispatcher: (route as { dispatcher: unknown }).dispatcher } as RequestInit)
+      expect(r.status).toBe(200)
+      expect(carriers("/remote/")).toEqual([expect.stringMatching(/^[123]$/)])
+      expect(await remote.resolve(null)).toEqual({ kind: "direct" })
+      await expect(remote.resolve("zz")).rejects.toMatchObject({ kind: "VALIDATION_ERROR" })
+      await expect(remoteGeoResolver("http://127.0.0.1:9").resolve("us")).rejects.toMatchObject({ kind: "NETWORK_ERROR", retryable: true })
+    } finally {
+      await remote.close()
+    }
   })
 
   it("a killed worker proxy: health drops, traffic moves to the other workers", async () => {

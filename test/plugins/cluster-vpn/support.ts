@@ -14,9 +14,11 @@ export interface ClusterYamlOptions {
   /** Extra YAML under `plugins:` (indented two spaces). */
   readonly extra?: string
   readonly clusterHost?: string
+  /** Jobs on this Redis (backend redis, workers in the worker thread) instead of embedded. */
+  readonly redisUrl?: string
 }
 
-/** A platform.yaml: jobs (embedded) and cluster-vpn (local driver, 1,500 generated profiles). */
+/** A platform.yaml: jobs (embedded, or redis with `redisUrl`) and cluster-vpn (local driver, 1,500 generated profiles). */
 export const clusterYaml = (o: ClusterYamlOptions): string => `data_dir: ${o.dataDir}
 log: { level: warning, format: json }
 listeners:
@@ -24,8 +26,7 @@ listeners:
   - { name: cluster, host: ${o.clusterHost ?? "127.0.0.1"}, port: 0 }
 plugins:
   jobs:
-    backend: embedded
-    workers: true
+${o.redisUrl ? `    backend: redis\n    redis: { url: "${o.redisUrl}", prefix: cluster${process.pid} }\n    worker_thread: true\n` : "    backend: embedded\n"}    workers: true
     limits: { worker_timeout_s: 30, queue_timeout_s: 60, backoff_base_s: 0.05, backoff_cap_s: 1, max_retries: 0 }
   cluster-vpn:
     listener: cluster

@@ -34,6 +34,7 @@ log: { level: warning, format: json }
 listeners:
   - { name: jobs, host: 127.0.0.1, port: 0 }
 plugins:
+  jobs: { workers: false }
   web:
     searxng_url: ${searx.url}
     tor_socks_url: ${socks.url}
