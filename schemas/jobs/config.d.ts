@@ -158,4 +158,12 @@ prefix?: string
 }
 }
 events_heartbeat_s?: Positive2
+/**
+ * Cluster API (http://host:port) whose geo router resolves `geo` in a process that registers none itself (`platform worker`); null: the router registered in this process, if any (the worker thread gets the serving thread's on its own) (default null)
+ */
+geo_router_url?: (string | null)
+/**
+ * admin bearer token for geo_router_url when that API listens beyond loopback; write ${CLUSTER_ADMIN_TOKEN:-} (default "")
+ */
+geo_router_token?: string
 }
