@@ -55,6 +55,60 @@ export const ChatRequest = Schema.Struct({
 }, Rest).annotations({ identifier: "ChatRequest", description: "OpenAI chat completion request; unknown fields pass through" })
 export type ChatRequest = Schema.Schema.Type<typeof ChatRequest>
 
+/** A prompt or embedding input: text, texts, one token array, or token arrays (OpenAI's four forms). */
+const TextOrTokens = Schema.Union(
+  Schema.String,
+  Schema.Array(Schema.String).pipe(Schema.minItems(1)),
+  Schema.Array(Schema.Int.pipe(Schema.greaterThanOrEqualTo(0))).pipe(Schema.minItems(1)),
+  Schema.Array(Schema.Array(Schema.Int.pipe(Schema.greaterThanOrEqualTo(0))).pipe(Schema.minItems(1))).pipe(Schema.minItems(1))
+)
+
+/**
+ * The request body of POST /v1/completions (OpenAI's legacy text completions), with the same
+ * sampling bounds as chat. `max_tokens` defaults to 16, as OpenAI's does.
+ */
+export const CompletionRequest = Schema.Struct({
+  model: nullable(Schema.String),
+  prompt: TextOrTokens,
+  max_tokens: nullable(Schema.Int.pipe(Schema.greaterThanOrEqualTo(1))),
+  n: nullable(Schema.Int.pipe(Schema.between(1, 128))),
+  temperature: nullable(Schema.Number.pipe(Schema.between(0, 2))),
+  top_p: nullable(Schema.Number.pipe(Schema.greaterThan(0), Schema.lessThanOrEqualTo(1))),
+  seed: nullable(Schema.Int.pipe(Schema.greaterThanOrEqualTo(0))),
+  stream: nullable(Schema.Boolean),
+  stream_options: nullable(Schema.Struct({ include_usage: Schema.optional(Schema.Boolean) }, Rest)),
+  stop: nullable(Schema.Union(Schema.String, Schema.Array(Schema.String).pipe(Schema.maxItems(4)))),
+  presence_penalty: nullable(Schema.Number.pipe(Schema.between(-2, 2))),
+  frequency_penalty: nullable(Schema.Number.pipe(Schema.between(-2, 2))),
+  logit_bias: nullable(Schema.Record({ key: Schema.String.pipe(Schema.pattern(/^\d+$/)), value: Schema.Number.pipe(Schema.between(-100, 100)) })),
+  logprobs: nullable(Schema.Int.pipe(Schema.between(0, 5))),
+  echo: nullable(Schema.Boolean),
+  suffix: nullable(Schema.String),
+  best_of: nullable(Schema.Int.pipe(Schema.between(1, 128))),
+  top_k: nullable(Schema.Int.pipe(Schema.greaterThanOrEqualTo(-1))),
+  min_p: nullable(Schema.Number.pipe(Schema.between(0, 1)))
+}, Rest).annotations({ identifier: "CompletionRequest", description: "OpenAI text completion request; unknown fields pass through" })
+export type CompletionRequest = Schema.Schema.Type<typeof CompletionRequest>
+
+/** The request body of POST /v1/embeddings. */
+export const EmbeddingRequest = Schema.Struct({
+  model: nullable(Schema.String),
+  input: TextOrTokens,
+  encoding_format: nullable(Schema.Literal("float", "base64")),
+  dimensions: nullable(Schema.Int.pipe(Schema.greaterThanOrEqualTo(1))),
+  user: nullable(Schema.String)
+}, Rest).annotations({ identifier: "EmbeddingRequest", description: "OpenAI embeddings request; unknown fields pass through" })
+export type EmbeddingRequest = Schema.Schema.Type<typeof EmbeddingRequest>
+
+/** The three operations the gateway serves; each engine runs one at a time, whatever the operation. */
+export type Operation = "chat" | "completions" | "embeddings"
+
+/** A validated request of any operation. */
+export type AnyRequest = ChatRequest | CompletionRequest | EmbeddingRequest
+
+/** The OpenAI path of an operation under `/v1` (what an upstream engine forwards to). */
+export const operationPath: Record<Operation, string> = { chat: "chat/completions", completions: "completions", embeddings: "embeddings" }
+
 /** OpenAI's error object: what every OpenAI client reads from a failed request. */
 const ErrorObject = Schema.Struct({
   message: Schema.String,
@@ -102,8 +156,11 @@ export const openAIError = (
  * The completion length a request asks for: `max_completion_tokens` when given (OpenAI: it
  * supersedes `max_tokens`), else `max_tokens`, else undefined (the engine's default).
  */
-export const requestedCompletionTokens = (req: ChatRequest): number | undefined =>
-  req.max_completion_tokens ?? req.max_tokens ?? undefined
+export const requestedCompletionTokens = (req: AnyRequest): number | undefined => {
+  // Embedding requests have neither field: both read as absent.
+  const r = req as ChatRequest
+  return r.max_completion_tokens ?? r.max_tokens ?? undefined
+}
 
 /** A fresh completion id (`chatcmpl-` + 24 hex digits). */
 export const completionId = (): string => `chatcmpl-${randomBytes(12).toString("hex")}`
@@ -116,13 +173,24 @@ export interface Usage {
 }
 
 /** OpenAI's finish reasons the gateway produces. */
-export type FinishReason = "stop" | "length"
+export type FinishReason = "stop" | "length" | "tool_calls"
 
-/** One generated choice: its text and why it ended. */
+/** One tool call of an assistant message, as OpenAI writes it (`arguments` is JSON text). */
+export interface ToolCall {
+  readonly id: string
+  readonly type: "function"
+  readonly function: { readonly name: string; readonly arguments: string }
+}
+
+/** One generated choice: its text, the tools it calls, and why it ended. */
 export interface Choice {
   readonly text: string
   readonly finish: FinishReason
+  readonly toolCalls?: ReadonlyArray<ToolCall>
 }
+
+/** A fresh tool call id (`call_` + 24 hex digits). */
+export const toolCallId = (): string => `call_${randomBytes(12).toString("hex")}`
 
 /** A `chat.completion` object with one entry per choice (index order); `created` in Unix seconds. */
 export const completion = (id: string, created: number, model: string, choices: ReadonlyArray<Choice>, usage: Usage) => ({
@@ -131,8 +199,53 @@ export const completion = (id: string, created: number, model: string, choices: 
   created,
   model,
   system_fingerprint: null,
-  choices: choices.map((c, index) => ({ index, message: { role: "assistant" as const, content: c.text }, logprobs: null, finish_reason: c.finish })),
+  choices: choices.map((c, index) => ({
+    index,
+    // OpenAI: a message that calls tools has `content: null` unless text came before the calls.
+    message: c.toolCalls && c.toolCalls.length > 0
+      ? { role: "assistant" as const, content: c.text.length > 0 ? c.text : null, tool_calls: c.toolCalls }
+      : { role: "assistant" as const, content: c.text },
+    logprobs: null,
+    finish_reason: c.finish
+  })),
   usage
+})
+
+/** A `text_completion` object (POST /v1/completions), one entry per choice; `created` in Unix seconds. */
+export const textCompletion = (id: string, created: number, model: string, choices: ReadonlyArray<Choice>, usage: Usage) => ({
+  id,
+  object: "text_completion" as const,
+  created,
+  model,
+  system_fingerprint: null,
+  choices: choices.map((c, index) => ({ index, text: c.text, logprobs: null, finish_reason: c.finish })),
+  usage
+})
+
+/** One streamed `text_completion` event: `text` is the new piece of choice `index`. */
+export const textChunk = (id: string, created: number, model: string, choices: ReadonlyArray<{ index: number; text: string; finish_reason: FinishReason | null }>, usage?: Usage | null) => ({
+  id,
+  object: "text_completion" as const,
+  created,
+  model,
+  system_fingerprint: null,
+  choices: choices.map((c) => ({ index: c.index, text: c.text, logprobs: null, finish_reason: c.finish_reason })),
+  ...(usage !== undefined ? { usage } : {})
+})
+
+/**
+ * The embeddings list: one `embedding` per input in input order, each a float array, or its
+ * little-endian float32 bytes in base64 when `base64` (what the OpenAI SDKs ask for by default).
+ */
+export const embeddingList = (model: string, vectors: ReadonlyArray<ReadonlyArray<number>>, promptTokens: number, base64: boolean) => ({
+  object: "list" as const,
+  data: vectors.map((v, index) => ({
+    object: "embedding" as const,
+    index,
+    embedding: base64 ? Buffer.from(Float32Array.from(v).buffer).toString("base64") : v
+  })),
+  model,
+  usage: { prompt_tokens: promptTokens, total_tokens: promptTokens }
 })
 
 /**
