@@ -552,8 +552,10 @@ export class LlamaCppEngine implements Engine {
       }
     }
 
+    let generated = 0
     const onToken = (tokens: ReadonlyArray<Token>) => {
       if (first) { first = false; hooks.firstToken() }
+      generated += tokens.length
       hooks.tokens(tokens.length)
     }
     const sampling = (index: number) => {
@@ -635,7 +637,9 @@ export class LlamaCppEngine implements Engine {
         }
         choices.push(choice)
       }
-      const completionTokens = sequence.tokenMeter.usedOutputTokens - outBefore
+      // LlamaCompletion's token meter also counts the prompt's last token (it yields logits), so
+      // text completions count the tokens generated instead.
+      const completionTokens = isChat ? sequence.tokenMeter.usedOutputTokens - outBefore : generated
       // The prompt as counted before generating: what the sequence holds afterwards may be less
       // (a stop trigger's tokens are trimmed) and is never more.
       const usage = { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens }
