@@ -81,7 +81,7 @@ export const GatewayConfig = Schema.Struct({
     description: "Retry-After of a busy refusal while the engine's pace is unknown (no generation measured yet), in seconds; otherwise it is derived from the running generation's remaining budget"
   }),
   reserved_cores: Schema.optional(Schema.Int.pipe(Schema.between(0, 1024)).annotations({
-    description: "physical cores the thread policy leaves to the rest of the process (event loop, chip-sim and jobs workers) before sharing the others among the CPU llama-cpp engines; absent: max(1, floor(os.availableParallelism() / 4))"
+    description: "physical cores the thread policy leaves to the rest of the process (event loop, chip-sim and jobs workers) before sharing the others among the CPU llama-cpp engines; absent: max(1, floor(physical cores / 4)), physical cores as counted from /proc and /sys, else os.availableParallelism()"
   })),
   engines: Schema.Array(EngineConfig).pipe(Schema.minItems(1))
 }).pipe(

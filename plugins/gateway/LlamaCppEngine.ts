@@ -283,18 +283,31 @@ interface CacheStats {
  * `threads` serves both (the returned flag says which).
  */
 const applyThreadsBatch = (context: LlamaContext, threads: number, threadsBatch: number): boolean => {
-  const ctx = (context as unknown as { _ctx?: Record<string, unknown> })._ctx
   if (threads === threadsBatch) return true
-  if (!ctx || typeof ctx.initBatch !== "function" || typeof ctx.setThreads !== "function" || typeof ctx.decodeBatch !== "function") return false
-  const initBatch = (ctx.initBatch as (n: number) => void).bind(ctx)
-  const setThreads = (ctx.setThreads as (n: number) => void).bind(ctx)
-  const decodeBatch = (ctx.decodeBatch as () => Promise<void>).bind(ctx)
+  const holder = context as unknown as { _ctx?: Record<string, unknown> }
+  const native = holder._ctx
+  if (!native || typeof native.initBatch !== "function" || typeof native.setThreads !== "function" || typeof native.decodeBatch !== "function") return false
+  const setThreads = (native.setThreads as (n: number) => void).bind(native)
   let size = 1
-  ctx.initBatch = (n: number) => { size = n; initBatch(n) }
-  // node-llama-cpp's own thread split (one engine per Llama here: always the configured maximum).
-  ctx.setThreads = () => undefined
-  ctx.decodeBatch = () => { setThreads(size > 1 ? threadsBatch : threads); return decodeBatch() }
-  return true
+  const wrapped: Record<string, unknown> = {
+    initBatch: (n: number) => { size = n; (native.initBatch as (n: number) => void).call(native, n) },
+    // node-llama-cpp's own thread split is replaced (one context per Llama here).
+    setThreads: () => undefined,
+    decodeBatch: () => { setThreads(size > 1 ? threadsBatch : threads); return (native.decodeBatch as () => Promise<void>).call(native) }
+  }
+  try {
+    // The native handle's methods are read-only: a proxy in its place intercepts the three.
+    holder._ctx = new Proxy(native, {
+      get: (target, key) => {
+        if (typeof key === "string" && key in wrapped) return wrapped[key]
+        const value = Reflect.get(target, key)
+        return typeof value === "function" ? value.bind(target) : value
+      }
+    })
+    return true
+  } catch {
+    return false
+  }
 }
 
 /** What one generation produces per choice, whatever the operation. */

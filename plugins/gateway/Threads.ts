@@ -10,7 +10,7 @@
  *
  *   cores    = physical cores among the CPUs this process may use (its affinity mask), capped by
  *              the cgroup CPU quota (`cpu.max`), else `os.availableParallelism()`;
- *   reserved = `reserved_cores`, default max(1, floor(availableParallelism / 4)): the event loop
+ *   reserved = `reserved_cores`, default max(1, floor(physical cores / 4)): the event loop
  *              serving HTTP, and the platform's other CPU users (chip-sim and jobs workers), which
  *              the kernel does not expose to plugins, so this is a share of the machine;
  *   threads  = max(1, floor((cores - reserved) / CPU llama-cpp engines)), per engine.
@@ -82,8 +82,8 @@ export const cpuFacts = (): CpuFacts => {
     : { logical, physical: logical, quota, source: "availableParallelism" }
 }
 
-/** The default reserve: max(1, floor(logical / 4)) cores for everything but the engines. */
-export const defaultReserve = (facts: CpuFacts): number => Math.max(1, Math.floor(facts.logical / 4))
+/** The default reserve: max(1, floor(physical / 4)) cores for everything but the engines. */
+export const defaultReserve = (facts: CpuFacts): number => Math.max(1, Math.floor(facts.physical / 4))
 
 /**
  * The thread counts of one engine: `threads` / `threads_batch` from its config when set (> 0),

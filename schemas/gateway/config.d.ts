@@ -9,7 +9,7 @@ export type MinLength1 = string
  */
 export type Positive = number
 /**
- * physical cores the thread policy leaves to the rest of the process (event loop, chip-sim and jobs workers) before sharing the others among the CPU llama-cpp engines; absent: max(1, floor(os.availableParallelism() / 4))
+ * physical cores the thread policy leaves to the rest of the process (event loop, chip-sim and jobs workers) before sharing the others among the CPU llama-cpp engines; absent: max(1, floor(physical cores / 4)), physical cores as counted from /proc and /sys, else os.availableParallelism()
  */
 export type Between01024 = number
 /**

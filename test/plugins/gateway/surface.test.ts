@@ -291,7 +291,7 @@ describe("thread policy", () => {
     const two = { logical: 2, physical: 2, quota: undefined, source: "sysfs" as const }
     expect(threadPolicy(two, {}, { cpuEngines: 1 })).toMatchObject({ threads: 1, threadsBatch: 1, reserved: 1, from: "default" })
     const sixteen = { logical: 16, physical: 8, quota: undefined, source: "sysfs" as const }
-    expect(threadPolicy(sixteen, {}, { cpuEngines: 1 })).toMatchObject({ threads: 4, reserved: 4 })
+    expect(threadPolicy(sixteen, {}, { cpuEngines: 1 })).toMatchObject({ threads: 6, reserved: 2 })
     expect(threadPolicy(sixteen, {}, { cpuEngines: 2, reserved: 2 })).toMatchObject({ threads: 3 })
     expect(threadPolicy({ ...sixteen, quota: 2.5 }, {}, { cpuEngines: 1, reserved: 1 })).toMatchObject({ threads: 2, cores: 3 })
     expect(threadPolicy(sixteen, { threads: 6, threads_batch: 8 }, { cpuEngines: 1 })).toMatchObject({ threads: 6, threadsBatch: 8, from: "config" })
