@@ -1,6 +1,6 @@
 /**
  * The gateway's HTTP routes (spec: inference-gateway.md): `/v1/chat/completions`,
- * `/v1/models`, `/status`, `/healthz`, plus `/metrics`.
+ * `/v1/completions`, `/v1/embeddings`, `/v1/models`, `/status`, `/healthz`, plus `/metrics`.
  */
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"

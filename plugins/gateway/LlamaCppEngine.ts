@@ -1,5 +1,7 @@
 /**
- * The in-process engine: node-llama-cpp over one GGUF file, one context with one sequence.
+ * The llama.cpp engine: node-llama-cpp over one GGUF file, one context with one sequence, serving
+ * chat (with tool calling), text completions, and embeddings from `embedding_model_path`. The
+ * gateway runs it in a worker thread of its own (`WorkerEngine.ts`).
  *
  * - `device: cpu` memory-maps the (quantised) weights and evaluates on the CPU; the context
  *   size bounds the KV cache. `device: gpu` offloads every layer and needs a GPU build of

@@ -13,6 +13,7 @@
  * while generating; `health`, `log`.
  * A worker that dies fails its requests (500), settles them, and leaves the engine unavailable.
  */
+import * as fs from "node:fs"
 import * as path from "node:path"
 import { Worker } from "node:worker_threads"
 import type { LlamaCppEngineConfig } from "./Config.ts"
@@ -67,7 +68,9 @@ export class WorkerEngine implements Engine {
 
   private reason: string | undefined = "loading"
   private retryable = true
-  private readonly worker: Worker
+  /** Undefined when no model file was found, and once a failed load has stopped the thread. */
+  private worker: Worker | undefined
+  private readonly modelPaths: ReadonlyArray<string>
   private readonly pending = new Map<number, Pending>()
   private readonly healthWaiters = new Map<number, (d: Record<string, unknown>) => void>()
   private nextId = 1
@@ -77,13 +80,24 @@ export class WorkerEngine implements Engine {
     this.id = config.id
     this.streaming = config.streaming
     this.label = `llama-cpp/${config.device}`
+    this.modelPaths = [config.model_path, config.embedding_model_path].filter((p): p is string => p !== undefined).map((p) => path.resolve(configDir, p))
+    // A missing file is known without a thread (the usual state of a fresh checkout's engines).
+    const missing = this.modelPaths.find((p) => !fs.existsSync(p))
+    if (missing !== undefined) {
+      this.reason = `model file not found: ${missing}`
+      this.retryable = false
+      log(`gateway: engine ${this.id} unavailable: model file not found: ${missing} (download one with \`platform gateway pull URL\`)`)
+      this.ready = Promise.resolve()
+      return
+    }
     const init: WorkerInit = { config, configDir: path.resolve(configDir), threads }
-    this.worker = new Worker(new URL("./LlamaCppWorker.mjs", import.meta.url), { workerData: init, name: `gateway-engine-${config.id}` })
+    const worker = new Worker(new URL("./LlamaCppWorker.mjs", import.meta.url), { workerData: init, name: `gateway-engine-${config.id}` })
+    this.worker = worker
     let loaded!: () => void
     this.ready = new Promise<void>((r) => { loaded = r })
-    this.worker.on("message", (m: ToHost) => this.onMessage(m, loaded))
-    this.worker.on("error", (e) => this.fail(`engine worker failed: ${e.message}`, loaded))
-    this.worker.on("exit", (code) => { if (!this.closing) this.fail(`engine worker exited (code ${code})`, loaded) })
+    worker.on("message", (m: ToHost) => this.onMessage(m, loaded))
+    worker.on("error", (e) => this.fail(`engine worker failed: ${e.message}`, loaded))
+    worker.on("exit", (code) => { if (!this.closing && this.worker === worker) this.fail(`engine worker exited (code ${code})`, loaded) })
   }
 
   /**
@@ -98,6 +112,7 @@ export class WorkerEngine implements Engine {
     if (this.reason !== reason) this.log(`gateway: engine ${this.id} unavailable: ${reason}`)
     this.reason = reason
     this.retryable = false
+    this.worker = undefined
     for (const [id, p] of this.pending) {
       p.reject(new EngineError(500, `generation failed: ${reason}`, "generation_failed"))
       p.channel?.end()
@@ -111,11 +126,18 @@ export class WorkerEngine implements Engine {
 
   private onMessage(m: ToHost, loaded: () => void): void {
     switch (m.op) {
-      case "ready":
+      case "ready": {
         this.reason = m.reason
         this.retryable = false
+        if (m.reason !== undefined) {
+          // A model that failed to load never will: the thread and what it loaded are released.
+          const worker = this.worker
+          this.worker = undefined
+          void worker?.terminate()
+        }
         loaded()
         return
+      }
       case "log":
         this.log(m.line)
         return
@@ -134,7 +156,7 @@ export class WorkerEngine implements Engine {
         break
       case "sse": {
         const id = m.id
-        p.channel = new ByteChannel(() => this.worker.postMessage({ op: "abort", id } satisfies ToWorker))
+        p.channel = new ByteChannel(() => this.worker?.postMessage({ op: "abort", id } satisfies ToWorker))
         p.resolve({ type: "sse", events: p.channel })
         break
       }
@@ -174,31 +196,50 @@ export class WorkerEngine implements Engine {
     // A reply nobody awaits any more (the client left first) must not become an unhandled rejection.
     reply.catch(() => undefined)
     this.pending.set(id, { hooks, resolve, reject, settle })
-    signal.addEventListener("abort", () => this.worker.postMessage({ op: "abort", id } satisfies ToWorker), { once: true })
-    this.worker.postMessage({ op: "generate", id, req, operation: op } satisfies ToWorker)
+    const worker = this.worker
+    if (!worker) {
+      // Not reached through the gateway (it checks `unavailable` first); answered all the same.
+      reject(new EngineError(503, `Model \`${this.id}\` is unavailable: ${this.reason}.`, "model_unavailable", null, { "x-should-retry": "false" }))
+      this.pending.delete(id)
+      settle()
+      return { reply, settled }
+    }
+    signal.addEventListener("abort", () => worker.postMessage({ op: "abort", id } satisfies ToWorker), { once: true })
+    worker.postMessage({ op: "generate", id, req, operation: op } satisfies ToWorker)
     return { reply, settled }
   }
 
   health = (): Promise<Record<string, unknown>> => {
-    if (this.closing || (this.reason !== undefined && !this.retryable && this.reason.startsWith("engine worker"))) {
-      return Promise.resolve({ id: this.id, kind: this.kind, device: this.config.device, available: false, reason: this.reason })
+    const worker = this.worker
+    if (this.closing || !worker) {
+      return Promise.resolve({
+        id: this.id,
+        kind: this.kind,
+        device: this.config.device,
+        available: false,
+        reason: this.reason,
+        model_path: this.modelPaths[0],
+        thread_policy: this.threads
+      })
     }
     const id = this.nextId++
     return new Promise((resolve) => {
       this.healthWaiters.set(id, resolve)
-      this.worker.postMessage({ op: "health", id } satisfies ToWorker)
+      worker.postMessage({ op: "health", id } satisfies ToWorker)
     })
   }
 
   close = (): Promise<void> => {
     this.closing ??= new Promise<void>((resolve) => {
       this.reason = "closed"
-      const done = () => { this.worker.terminate().then(() => resolve(), () => resolve()) }
+      const worker = this.worker
+      if (!worker) return resolve()
+      const done = () => { worker.terminate().then(() => resolve(), () => resolve()) }
       // The worker disposes the model and context itself (native memory), then is stopped; a
       // worker that does not answer within 5 s is stopped anyway.
       const timer = setTimeout(done, 5000)
-      this.worker.on("message", (m: ToHost) => { if (m.op === "closed") { clearTimeout(timer); done() } })
-      this.worker.postMessage({ op: "close" } satisfies ToWorker)
+      worker.on("message", (m: ToHost) => { if (m.op === "closed") { clearTimeout(timer); done() } })
+      worker.postMessage({ op: "close" } satisfies ToWorker)
     })
     return this.closing
   }
