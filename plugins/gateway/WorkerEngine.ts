@@ -18,8 +18,8 @@ import * as path from "node:path"
 import { Worker } from "node:worker_threads"
 import type { LlamaCppEngineConfig } from "./Config.ts"
 import { ByteChannel, EngineError, type Engine, type Generation, type GenerationHooks, type Reply, type Unavailable } from "./Engine.ts"
-import { budgetFor, refuseFor } from "./LlamaCppEngine.ts"
 import type { AnyRequest, Operation } from "./OpenAI.ts"
+import { budgetFor, refuseFor } from "./Refusals.ts"
 import type { ThreadPolicy } from "./Threads.ts"
 
 /** What the worker is started with. */
