@@ -9,7 +9,8 @@
  * 75-104 s for a 200-token reply that 1 thread writes in 0.07 s. So the default leaves room:
  *
  *   cores    = physical cores among the CPUs this process may use (its affinity mask), capped by
- *              the cgroup CPU quota (`cpu.max`), else `os.availableParallelism()`;
+ *              the cgroup CPU quota (v2 `cpu.max`, v1 `cpu.cfs_quota_us`), else
+ *              `os.availableParallelism()`;
  *   reserved = `reserved_cores`, default max(1, floor(physical cores / 4)): the event loop
  *              serving HTTP, and the platform's other CPU users (chip-sim and jobs workers), which
  *              the kernel does not expose to plugins, so this is a share of the machine;
@@ -58,15 +59,44 @@ const read = (file: string): string | undefined => {
 }
 
 /**
+ * The tightest CPU quota, in cores, of this process's cgroup and its ancestors: cgroup v2's
+ * `cpu.max` (quota period, or `max`) along the `0::` path of `/proc/self/cgroup`, and cgroup v1's
+ * `cpu.cfs_quota_us` / `cpu.cfs_period_us` (-1: none) along the `cpu` controller's path.
+ * Undefined when none is set or nothing can be read.
+ */
+export const cgroupQuota = (): number | undefined => {
+  const quotas: number[] = []
+  const ancestors = (p: string) => p.split("/").filter(Boolean).reduce<string[]>((acc, part) => [...acc, `${acc.at(-1) ?? ""}/${part}`], [""])
+  for (const line of (read("/proc/self/cgroup") ?? "").split("\n")) {
+    const [, controllers, cgPath] = /^\d+:([^:]*):(.*)$/.exec(line.trim()) ?? []
+    if (cgPath === undefined) continue
+    if (controllers === "") {
+      for (const dir of ancestors(cgPath)) {
+        const [q, period] = read(`/sys/fs/cgroup${dir}/cpu.max`)?.trim().split(/\s+/) ?? []
+        if (q !== undefined && q !== "max" && Number(period) > 0) quotas.push(Number(q) / Number(period))
+      }
+    } else if (controllers!.split(",").includes("cpu")) {
+      for (const dir of ancestors(cgPath)) {
+        for (const mount of ["/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"]) {
+          const q = Number(read(`${mount}${dir}/cpu.cfs_quota_us`))
+          const period = Number(read(`${mount}${dir}/cpu.cfs_period_us`))
+          if (q > 0 && period > 0) quotas.push(q / period)
+        }
+      }
+    }
+  }
+  return quotas.length > 0 ? Math.min(...quotas) : undefined
+}
+
+/**
  * The CPUs this process may use and their physical cores: `/proc/self/status` (Cpus_allowed_list),
- * `/sys/devices/system/cpu/cpuN/topology/{physical_package_id,core_id}`, and cgroup v2's
- * `/sys/fs/cgroup/cpu.max`. Anything unreadable (not Linux) falls back to
+ * `/sys/devices/system/cpu/cpuN/topology/{physical_package_id,core_id}`, and the cgroup CPU quota
+ * (`cgroupQuota`). Anything unreadable (not Linux) falls back to
  * `os.availableParallelism()` for both counts.
  */
 export const cpuFacts = (): CpuFacts => {
   const logical = os.availableParallelism?.() ?? os.cpus().length
-  const max = read("/sys/fs/cgroup/cpu.max")?.trim().split(/\s+/)
-  const quota = max && max[0] !== "max" && Number(max[1]) > 0 ? Number(max[0]) / Number(max[1]) : undefined
+  const quota = cgroupQuota()
   const allowed = /^Cpus_allowed_list:\s*(.+)$/m.exec(read("/proc/self/status") ?? "")?.[1]
   const cpus = allowed ? parseCpuList(allowed) : []
   const cores = new Set<string>()
