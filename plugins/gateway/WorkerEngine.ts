@@ -76,12 +76,18 @@ export class WorkerEngine implements Engine {
   private nextId = 1
   private closing: Promise<void> | undefined
 
-  private constructor(readonly config: LlamaCppEngineConfig, configDir: string, readonly threads: ThreadPolicy, private readonly log: (line: string) => void) {
+  private constructor(readonly config: LlamaCppEngineConfig, configDir: string, readonly threads: ThreadPolicy, private readonly log: (line: string) => void, start: boolean) {
     this.id = config.id
     this.streaming = config.streaming
     this.label = `llama-cpp/${config.device}`
     this.modelPaths = [config.model_path, config.embedding_model_path].filter((p): p is string => p !== undefined).map((p) => path.resolve(configDir, p))
     // A missing file is known without a thread (the usual state of a fresh checkout's engines).
+    if (!start) {
+      this.reason = "not started (the platform is being inspected, not served)"
+      this.retryable = false
+      this.ready = Promise.resolve()
+      return
+    }
     const missing = this.modelPaths.find((p) => !fs.existsSync(p))
     if (missing !== undefined) {
       this.reason = `model file not found: ${missing}`
@@ -103,9 +109,10 @@ export class WorkerEngine implements Engine {
   /**
    * Starts the worker thread for `config` (model paths resolved against `configDir`) with the
    * thread counts of `threads`. Never throws; the engine is `loading` until the worker says.
+   * `start: false` starts nothing (the engine stays unavailable: inspection only).
    */
-  static make(config: LlamaCppEngineConfig, configDir: string, threads: ThreadPolicy, log: (line: string) => void): WorkerEngine {
-    return new WorkerEngine(config, configDir, threads, log)
+  static make(config: LlamaCppEngineConfig, configDir: string, threads: ThreadPolicy, log: (line: string) => void, start = true): WorkerEngine {
+    return new WorkerEngine(config, configDir, threads, log, start)
   }
 
   private fail(reason: string, loaded: () => void): void {

@@ -15,15 +15,16 @@ import { WorkerEngine } from "./WorkerEngine.ts"
 /**
  * Builds the engines and the gateway for a decoded config. Model paths resolve against
  * `configDir`; each llama-cpp engine runs in its own worker thread with the thread counts of the
- * thread policy (`Threads.ts`); `log` gets one line per unavailable engine. Never fails: engines
- * that cannot serve stay registered as unavailable.
+ * thread policy (`Threads.ts`); `log` gets one line per unavailable engine. With `start: false`
+ * (the kernel's `inspect` mode: `plugins list`, `config validate`) no worker starts and no model
+ * loads. Never fails: engines that cannot serve stay registered as unavailable.
  */
-export const makeGateway = (config: Config, configDir: string, log: (line: string) => void): Gateway => {
+export const makeGateway = (config: Config, configDir: string, log: (line: string) => void, start = true): Gateway => {
   const facts = cpuFacts()
   const cpuEngines = config.engines.filter((e) => e.kind === "llama-cpp" && e.device === "cpu").length
   const engines: Engine[] = config.engines.map((e) =>
     e.kind === "llama-cpp"
-      ? WorkerEngine.make(e, configDir, threadPolicy(facts, e, { reserved: config.reserved_cores, cpuEngines }), log)
+      ? WorkerEngine.make(e, configDir, threadPolicy(facts, e, { reserved: config.reserved_cores, cpuEngines }), log, start)
       : UpstreamEngine.make(e, log)
   )
   return new Gateway({
@@ -53,7 +54,7 @@ export default definePlugin({
       // Engines log from callbacks outside any fiber; the captured runtime keeps the kernel's logger.
       const runSync = Runtime.runSync(yield* Effect.runtime<never>())
       const gateway = yield* Effect.acquireRelease(
-        Effect.sync(() => makeGateway(ctx.config, ctx.configDir, (line) => runSync(Effect.logWarning(line)))),
+        Effect.sync(() => makeGateway(ctx.config, ctx.configDir, (line) => runSync(Effect.logWarning(line)), ctx.mode === "serve")),
         (g) => Effect.promise(() => g.close())
       )
       if (ctx.config.token.length < 16 || ctx.config.token === "change-me") {
