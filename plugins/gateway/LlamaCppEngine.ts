@@ -198,7 +198,7 @@ interface CacheStats {
  * the handle lacks the expected methods (another node-llama-cpp version), nothing is wrapped and
  * `threads` serves both (the returned flag says which).
  */
-const applyThreadsBatch = (context: LlamaContext, threads: number, threadsBatch: number): boolean => {
+export const applyThreadsBatch = (context: LlamaContext, threads: number, threadsBatch: number): boolean => {
   if (threads === threadsBatch) return true
   const holder = context as unknown as { _ctx?: Record<string, unknown> }
   const native = holder._ctx

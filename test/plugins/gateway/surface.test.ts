@@ -18,6 +18,7 @@ import * as path from "node:path"
 import OpenAI from "openai"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ROOT, startPlatform, type RunningPlatform } from "../../../core/Kernel.ts"
+import { applyThreadsBatch } from "../../../plugins/gateway/LlamaCppEngine.ts"
 import { refuseFor } from "../../../plugins/gateway/Refusals.ts"
 import { cpuFacts, parseCpuList, threadPolicy } from "../../../plugins/gateway/Threads.ts"
 import { writeTinyGguf } from "../../../scripts/make-tiny-gguf.ts"
@@ -303,5 +304,25 @@ describe("thread policy", () => {
     const here = cpuFacts()
     expect(here.physical).toBeGreaterThanOrEqual(1)
     expect(here.physical).toBeLessThanOrEqual(here.logical)
+  })
+
+  it("threads_batch: llama.cpp gets threads_batch for prompt batches and threads for single tokens", async () => {
+    // node-llama-cpp 3.22 sets both counts to one value: this pins the wrapper that splits them.
+    const { getLlama, LlamaLogLevel } = await import("node-llama-cpp")
+    const llama = await getLlama({ gpu: false, build: "never", maxThreads: 2, logLevel: LlamaLogLevel.error })
+    const model = await llama.loadModel({ modelPath, gpuLayers: 0 })
+    const context = await model.createContext({ contextSize: 256, threads: 2 })
+    try {
+      expect(applyThreadsBatch(context, 1, 2)).toBe(true)
+      const native = (context as unknown as { _ctx: { getThreads: () => number } })._ctx
+      const sequence = context.getSequence()
+      await sequence.evaluateWithoutGeneratingNewTokens(model.tokenize("a prompt of several tokens"))
+      expect(native.getThreads()).toBe(2)
+      await sequence.evaluateWithoutGeneratingNewTokens(model.tokenize("b").slice(-1))
+      expect(native.getThreads()).toBe(1)
+    } finally {
+      await context.dispose()
+      await model.dispose()
+    }
   })
 })
