@@ -349,7 +349,9 @@ export class LlamaCppEngine implements Engine {
     if (this.embeddingModelPath !== undefined) {
       const same = path.resolve(this.embeddingModelPath) === path.resolve(this.modelPath)
       const embedModel = same ? model : await llama.loadModel({ modelPath: this.embeddingModelPath, gpuLayers: c.device === "gpu" ? "max" : 0, useMmap: true })
-      const embedContext = await embedModel.createEmbeddingContext({ contextSize: Math.min(c.context_size, embedModel.trainContextSize), batchSize: c.batch_size, threads: threadsBatch })
+      // An input is embedded in one batch (its tokens attend to each other): the batch is the context.
+      const embedSize = Math.min(c.context_size, embedModel.trainContextSize)
+      const embedContext = await embedModel.createEmbeddingContext({ contextSize: embedSize, batchSize: embedSize, threads: threadsBatch })
       this.embedder = { model: embedModel, context: embedContext, owned: !same }
     }
     // One token generated at load, so the first request does not pay for the lazily set up
