@@ -287,7 +287,8 @@ describe("error classes the SDK maps", () => {
     expect(hint).toBeLessThan(60_000)
     // The SDK slept the hint before retrying (the retry's response arrived no sooner).
     expect(seen[1]!.at - seen[0]!.at).toBeGreaterThanOrEqual(hint - 5)
-    expect(seen[0]!.at - sent).toBeLessThan(1000)
+    // Refused at once, not queued (generous for a loaded CI machine; the bench measures the latency).
+    expect(seen[0]!.at - sent).toBeLessThan(2000)
   }, 60_000)
 })
 
