@@ -14,9 +14,17 @@
  * 4. For orientation, the llama-cpp engine on the tiny fixture GGUF (random weights, 2 layers):
  *    time to first streamed token and generation speed through the gateway.
  *
+ * 5. Contention (issue 19), for the default thread policy and for `threads` = all cores, side by
+ *    side: the tiny engine generating 200-token replies back to back, first on an otherwise idle
+ *    platform, then with a second process spinning on one core while a prober sends one chat
+ *    request at a time (each a busy 503). Reports tokens/s, the 200-token reply's time (idle and
+ *    under load) and the 503 latency p50/p99. Generations are streamed and each phase has a fixed
+ *    window, so a policy that collapses is measured by the tokens it managed, not waited for.
+ *
  * Everything runs on loopback in this process: the real kernel (`startPlatform`), the gateway
- * plugin and the fixture upstream.
+ * plugin and the fixture upstream; the load generators run in worker threads.
  */
+import { spawn } from "node:child_process"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import * as path from "node:path"
@@ -110,6 +118,163 @@ const load = async (url: string, body: string, ms: number): Promise<{ perSecond:
     return { perSecond: r.done / r.seconds, statuses: r.statuses }
   } finally {
     await worker.terminate()
+  }
+}
+
+// Contention clients. `gen`: streamed 200-token chat replies back to back for `ms` (the one in
+// flight at the end is cut, its tokens counted); `probe`: one chat request at a time, 5 ms apart.
+const CONTENTION = `
+const { parentPort, workerData } = require("node:worker_threads")
+const http = require("node:http")
+const { base, token, role, ms } = workerData
+const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
+const end = performance.now() + ms
+const post = (body, onData) => new Promise((resolve) => {
+  const t0 = performance.now()
+  const req = http.request(base + "/v1/chat/completions", { method: "POST", agent, headers: { "content-type": "application/json", authorization: "Bearer " + token } }, (res) => {
+    let text = ""
+    res.on("data", (b) => { text += b; if (onData) onData(text) })
+    res.on("end", () => resolve({ status: res.statusCode, ms: performance.now() - t0, text, complete: true }))
+    res.on("error", () => resolve({ status: res.statusCode, ms: performance.now() - t0, text, complete: false }))
+  })
+  req.on("error", () => resolve({ status: 0, ms: performance.now() - t0, text: "", complete: false }))
+  const cut = setTimeout(() => req.destroy(), Math.max(0, end - performance.now()))
+  req.on("close", () => clearTimeout(cut))
+  req.end(JSON.stringify(body))
+})
+;(async () => {
+  const out = []
+  let seed = 0
+  while (performance.now() < end) {
+    if (role === "gen") {
+      const r = await post({ model: "tiny", stream: true, max_tokens: 200, seed: seed++, logit_bias: { "4": -100 }, stream_options: { include_usage: true }, messages: [{ role: "user", content: "hello there" }] })
+      const tokens = (r.text.match(/"delta":\\{"content":/g) || []).length
+      const usage = /"completion_tokens":(\\d+)/.exec(r.text)
+      out.push({ status: r.status, ms: r.ms, tokens: usage ? Number(usage[1]) : tokens, complete: !!usage })
+    } else {
+      const r = await post({ model: "tiny", max_tokens: 1, messages: [{ role: "user", content: "hi" }] })
+      out.push({ status: r.status, ms: r.ms })
+      await new Promise((r) => setTimeout(r, 5))
+    }
+  }
+  agent.destroy()
+  parentPort.postMessage(out)
+})()
+`
+
+const contentionClient = (base: string, role: "gen" | "probe", ms: number): Promise<Array<{ status: number; ms: number; tokens?: number; complete?: boolean }>> =>
+  new Promise((resolve, reject) => {
+    const worker = new Worker(CONTENTION, { eval: true, workerData: { base, token: TOKEN, role, ms } })
+    worker.once("message", (m) => { resolve(m); void worker.terminate() })
+    worker.once("error", reject)
+  })
+
+/** Figures of one thread policy under contention (ms, tokens/s). */
+interface ContentionFigures {
+  threads: number
+  idle_tokens_per_s: number
+  idle_200_p50_ms: number
+  load_tokens_per_s: number
+  load_200_p50_ms: number
+  load_200_completed: number
+  busy_503_p50_ms: number
+  busy_503_p99_ms: number
+  busy_503_max_ms: number
+  busy_503_n: number
+}
+
+/**
+ * Boots the platform with the tiny engine at `threads` (undefined: the default policy), measures
+ * generation alone for `idleMs`, then generation plus a busy 503 prober with a second process
+ * spinning on one core for `loadMs`.
+ */
+const contention = async (tiny: string, threads: number | undefined, idleMs: number, loadMs: number): Promise<ContentionFigures> => {
+  const platform = await startPlatform({
+    cwd: ROOT,
+    yaml: `
+log: { level: error }
+listeners:
+  - name: gateway
+    port: 0
+plugins:
+  gateway:
+    token: ${TOKEN}
+    engines:
+      - { id: tiny, kind: llama-cpp, model_path: "${tiny}", ${threads ? `threads: ${threads}, ` : ""}context_size: 1024, batch_size: 256 }
+`
+  })
+  try {
+    const base = platform.url("gateway")
+    let health: { engines: Array<{ available: boolean; threads?: number }> } = { engines: [] }
+    for (let i = 0; i < 600; i++) {
+      health = (await (await fetch(base + "/healthz")).json()) as typeof health
+      if (health.engines[0]?.available) break
+      await new Promise((r) => setTimeout(r, 50))
+    }
+    const tokensPerS = (runs: Array<{ ms: number; tokens?: number }>, ms: number) => Math.round(runs.reduce((a, r) => a + (r.tokens ?? 0), 0) / (ms / 1000))
+    const fullRuns = (runs: Array<{ ms: number; tokens?: number; complete?: boolean }>) => runs.filter((r) => r.complete && r.tokens === 200).map((r) => r.ms).sort((a, b) => a - b)
+    const idle = await contentionClient(base, "gen", idleMs)
+    const spinner = spawn(process.execPath, ["-e", "for(;;){}"], { stdio: "ignore" })
+    try {
+      await new Promise((r) => setTimeout(r, 200))
+      const [gen, probe] = await Promise.all([
+        contentionClient(base, "gen", loadMs),
+        // The prober starts once the first generation is under way.
+        new Promise((r) => setTimeout(r, 100)).then(() => contentionClient(base, "probe", loadMs - 200))
+      ])
+      const refusals = probe.filter((r) => r.status === 503).map((r) => r.ms).sort((a, b) => a - b)
+      const idleFull = fullRuns(idle), loadFull = fullRuns(gen)
+      return {
+        threads: health.engines[0]?.threads ?? threads ?? 0,
+        idle_tokens_per_s: tokensPerS(idle, idleMs),
+        idle_200_p50_ms: idleFull.length ? quantile(idleFull, 0.5) : NaN,
+        load_tokens_per_s: tokensPerS(gen, loadMs),
+        load_200_p50_ms: loadFull.length ? quantile(loadFull, 0.5) : NaN,
+        load_200_completed: loadFull.length,
+        busy_503_p50_ms: refusals.length ? quantile(refusals, 0.5) : NaN,
+        busy_503_p99_ms: refusals.length ? quantile(refusals, 0.99) : NaN,
+        busy_503_max_ms: refusals.length ? refusals[refusals.length - 1]! : NaN,
+        busy_503_n: refusals.length
+      }
+    } finally {
+      spinner.kill()
+    }
+  } finally {
+    await platform.stop()
+  }
+}
+
+/**
+ * Runs the contention comparison alone (`bench/gateway.ts contention`, and the last part of
+ * `benchGateway`): prints both policies side by side and returns their figures, prefixed
+ * `default_` and `all_cores_`.
+ */
+export async function benchGatewayContention(opts: { idleMs?: number; loadMs?: number } = {}): Promise<Record<string, number>> {
+  const idleMs = opts.idleMs ?? 3000, loadMs = opts.loadMs ?? 6000
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gateway-contention-"))
+  const tiny = path.join(dir, "tiny.gguf")
+  writeTinyGguf(tiny)
+  try {
+    const all = os.availableParallelism()
+    const byPolicy = { default: await contention(tiny, undefined, idleMs, loadMs), all_cores: await contention(tiny, all, idleMs, loadMs) }
+    const row = (label: string, f: (x: ContentionFigures) => string) => `  ${label.padEnd(34)}${f(byPolicy.default).padStart(16)}${f(byPolicy.all_cores).padStart(16)}`
+    const ms = (v: number) => (Number.isNaN(v) ? "none" : `${v.toFixed(1)} ms`)
+    console.log(`gateway under contention (tiny model, 200-token replies; a second process spinning on one core during "load"; ${all} CPUs)`)
+    console.log(`  ${"".padEnd(34)}${"default policy".padStart(16)}${"all cores".padStart(16)}`)
+    console.log(row("threads", (x) => String(x.threads)))
+    console.log(row("tokens/s idle", (x) => String(x.idle_tokens_per_s)))
+    console.log(row("200-token reply idle, p50", (x) => ms(x.idle_200_p50_ms)))
+    console.log(row("tokens/s under load", (x) => String(x.load_tokens_per_s)))
+    console.log(row("200-token reply under load, p50", (x) => ms(x.load_200_p50_ms)))
+    console.log(row(`200-token replies done in ${loadMs / 1000} s`, (x) => String(x.load_200_completed)))
+    console.log(row("busy 503 p50", (x) => ms(x.busy_503_p50_ms)))
+    console.log(row("busy 503 p99 (target < 50 ms)", (x) => ms(x.busy_503_p99_ms)))
+    console.log(row("busy 503 max", (x) => ms(x.busy_503_max_ms)))
+    console.log(row("busy 503s measured", (x) => String(x.busy_503_n)))
+    console.log(row("load/idle 200-token time (target <= 2)", (x) => (Number.isNaN(x.load_200_p50_ms / x.idle_200_p50_ms) ? "n/a" : (x.load_200_p50_ms / x.idle_200_p50_ms).toFixed(2))))
+    return Object.fromEntries(Object.entries(byPolicy).flatMap(([policy, f]) => Object.entries(f).map(([k, v]) => [`${policy}_${k}`, v])))
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
   }
 }
 
@@ -245,7 +410,7 @@ plugins:
     console.log(`  bare node:http 503 ${figures.plain_503_per_s}/s  (this client's ceiling here)`)
     console.log(`  bare Effect server ${figures.effect_server_503_per_s}/s  (one constant route on @effect/platform-node: the kernel's HTTP stack)`)
     console.log(`  tiny llama engine  first token p50 ${figures.tiny_llama_ttft_p50_ms.toFixed(2)} ms, ${figures.tiny_llama_tokens_per_s} tokens/s streamed (1 thread)`)
-    return figures
+    return { ...figures, ...(await benchGatewayContention()) }
   } finally {
     agent.destroy()
     await platform.stop()
@@ -256,5 +421,6 @@ plugins:
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  benchGateway().then(() => process.exit(0), (e) => { console.error(e); process.exit(1) })
+  process.env.PLATFORM_LOG_LEVEL ??= "error"
+  ;(process.argv[2] === "contention" ? benchGatewayContention() : benchGateway()).then(() => process.exit(0), (e) => { console.error(e); process.exit(1) })
 }

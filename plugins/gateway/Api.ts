@@ -1,6 +1,6 @@
 /**
  * The gateway's HTTP routes (spec: inference-gateway.md): `/v1/chat/completions`,
- * `/v1/models`, `/status`, `/healthz`, plus `/metrics`.
+ * `/v1/completions`, `/v1/embeddings`, `/v1/models`, `/status`, `/healthz`, plus `/metrics`.
  */
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
@@ -8,7 +8,7 @@ import { Effect, Schema } from "effect"
 import type { HttpError } from "../../core/HttpError.ts"
 import * as Route from "../../core/Route.ts"
 import type { Gateway } from "./Gateway.ts"
-import { ChatRequest, errorBody, HTTPValidationError, openAIError, OpenAIErrorBody } from "./OpenAI.ts"
+import { ChatRequest, CompletionRequest, EmbeddingRequest, errorBody, HTTPValidationError, openAIError, OpenAIErrorBody } from "./OpenAI.ts"
 
 const respond = (e: HttpError): HttpServerResponse.HttpServerResponse =>
   HttpServerResponse.unsafeJson(e.body, { status: e.status, headers: e.headers ?? {} })
@@ -123,6 +123,17 @@ export const routes = (gateway: Gateway): ReadonlyArray<Route.Route> => {
   return [...served, ...fallbacks]
 }
 
+/** The 422 answer of a body that fails validation, after the token check (an anonymous caller learns nothing). */
+const invalidBody = (gateway: Gateway) => (invalid: Route.InvalidRequest) => {
+  const denied = gateway.unauthorized(invalid.request)
+  if (denied) return respond(denied)
+  gateway.metrics.request("none", 422)
+  const detail = invalid.location === "json"
+    ? [{ loc: ["body"], msg: `JSON decode error: ${invalid.message}`, type: "json_invalid" }]
+    : issuesPerField(invalid.issues)
+  return HttpServerResponse.unsafeJson(validationError(detail), { status: 422 })
+}
+
 /** The routes with a purpose (what the `/v1` fallbacks' 405s list in `Allow`). */
 const servedRoutes = (gateway: Gateway): ReadonlyArray<Route.Route> => [
   Route.make({
@@ -143,21 +154,61 @@ const servedRoutes = (gateway: Gateway): ReadonlyArray<Route.Route> => [
       503: { description: "the engine is busy (`engine_busy`; `retry-after` and `retry-after-ms` from the running generation's remaining budget, jittered), loading (`model_loading`) or unavailable (`model_unavailable`, `x-should-retry: false`)", schema: OpenAIErrorBody }
     },
     // The token is checked before the body is judged: an anonymous caller learns nothing.
-    onInvalid: (invalid) => {
-      const denied = gateway.unauthorized(invalid.request)
-      if (denied) return respond(denied)
-      gateway.metrics.request("none", 422)
-      const detail = invalid.location === "json"
-        ? [{ loc: ["body"], msg: `JSON decode error: ${invalid.message}`, type: "json_invalid" }]
-        : issuesPerField(invalid.issues)
-      return HttpServerResponse.unsafeJson(validationError(detail), { status: 422 })
-    },
+    onInvalid: invalidBody(gateway),
     fast: (req) => gateway.fastBusyRefusal(req),
     handler: ({ body, request }) => {
       const denied = gateway.unauthorized(request)
       if (denied) return Effect.fail(denied)
       // The kernel has read (and cached) the body text to decode it; reading it again is free.
       return Effect.flatMap(Effect.orElseSucceed(request.text, () => undefined), (raw) => gateway.chat(body, raw, responseClosed(request)))
+    }
+  }),
+  Route.make({
+    method: "POST",
+    path: "/v1/completions",
+    summary: "Create a text completion",
+    description: "OpenAI's (legacy) text completions: `prompt` is a text, texts, token ids or lists of them; `max_tokens` defaults to 16. Same token, routing and one-at-a-time rule as chat completions (an engine busy with any request answers 503 at once). `stream: true` answers `text_completion` events ending with `data: [DONE]`. Upstream engines get the body untouched.",
+    tags: ["gateway"],
+    security: ["bearer"],
+    body: CompletionRequest,
+    responses: {
+      200: { description: "a `text_completion` object, or an event stream when `stream` is true", schema: FreeForm },
+      400: { description: "prompt plus completion over the context (`context_length_exceeded`); a field the engine cannot honour (`echo`, `suffix`, `best_of` > 1, `logprobs` on llama-cpp engines: `unsupported_parameter`)", schema: OpenAIErrorBody },
+      ...errors,
+      404: { description: "unknown `model` (`model_not_found`)", schema: OpenAIErrorBody },
+      422: { description: "the body fails validation", schema: HTTPValidationError },
+      502: { description: "an upstream engine failed", schema: OpenAIErrorBody },
+      503: { description: "the engine is busy (`engine_busy`, Retry-After), loading or unavailable", schema: OpenAIErrorBody }
+    },
+    onInvalid: invalidBody(gateway),
+    handler: ({ body, request }) => {
+      const denied = gateway.unauthorized(request)
+      if (denied) return Effect.fail(denied)
+      return Effect.flatMap(Effect.orElseSucceed(request.text, () => undefined), (raw) => gateway.serve("completions", body, raw, responseClosed(request)))
+    }
+  }),
+  Route.make({
+    method: "POST",
+    path: "/v1/embeddings",
+    summary: "Create embeddings",
+    description: "OpenAI embeddings: one vector per input (text, texts, token ids or lists of them), `encoding_format` `float` or `base64`. Served by llama-cpp engines with an `embedding_model_path` and by upstream engines (body untouched). Same token and one-at-a-time rule per engine as chat completions.",
+    tags: ["gateway"],
+    security: ["bearer"],
+    body: EmbeddingRequest,
+    responses: {
+      200: { description: "OpenAI's list of `embedding` objects with usage", schema: FreeForm },
+      400: { description: "the engine has no embedding model (`model_not_supported`); an input over the context (`context_length_exceeded`); `dimensions` other than the model's", schema: OpenAIErrorBody },
+      ...errors,
+      404: { description: "unknown `model` (`model_not_found`)", schema: OpenAIErrorBody },
+      422: { description: "the body fails validation", schema: HTTPValidationError },
+      502: { description: "an upstream engine failed", schema: OpenAIErrorBody },
+      503: { description: "the engine is busy (`engine_busy`, Retry-After), loading or unavailable", schema: OpenAIErrorBody }
+    },
+    onInvalid: invalidBody(gateway),
+    handler: ({ body, request }) => {
+      const denied = gateway.unauthorized(request)
+      if (denied) return Effect.fail(denied)
+      return Effect.flatMap(Effect.orElseSucceed(request.text, () => undefined), (raw) => gateway.serve("embeddings", body, raw, responseClosed(request)))
     }
   }),
   Route.make({

@@ -26,9 +26,15 @@ export const LlamaCppEngineConfig = Schema.Struct({
     description: "cpu: weights memory-mapped, no offloading; gpu: every layer offloaded to VRAM"
   }),
   model_path: Schema.String.annotations({ description: "GGUF file, relative to the config file" }),
-  threads: Schema.optional(Schema.Int.pipe(Schema.between(0, 1024))).annotations({
-    description: "CPU threads for evaluation; 0 or absent lets llama.cpp choose"
-  }),
+  threads: Schema.optional(Schema.Int.pipe(Schema.between(0, 1024)).annotations({
+    description: "CPU threads generating tokens; 0 or absent: the thread policy's default (the engine's share of the physical cores left after `reserved_cores`, at least 1; see the README's thread policy)"
+  })),
+  threads_batch: Schema.optional(Schema.Int.pipe(Schema.between(0, 1024)).annotations({
+    description: "CPU threads evaluating prompts (batches of more than one token); 0 or absent: the same as `threads`"
+  })),
+  embedding_model_path: Schema.optional(Schema.String.annotations({
+    description: "GGUF file serving /v1/embeddings for this engine, relative to the config file (may be `model_path` itself); absent: embeddings are refused with 400"
+  })),
   context_size: Schema.optionalWith(Schema.Int.pipe(Schema.between(16, 1 << 20)), { default: () => 4096 }).annotations({
     description: "context window in tokens: a prompt plus its completion budget over it is a 400 `context_length_exceeded` (the KV cache holds one token more; it bounds RAM/VRAM use)"
   }),
@@ -74,6 +80,9 @@ export const GatewayConfig = Schema.Struct({
   retry_after_s: Schema.optionalWith(Schema.Int.pipe(Schema.positive()), { default: () => 1 }).annotations({
     description: "Retry-After of a busy refusal while the engine's pace is unknown (no generation measured yet), in seconds; otherwise it is derived from the running generation's remaining budget"
   }),
+  reserved_cores: Schema.optional(Schema.Int.pipe(Schema.between(0, 1024)).annotations({
+    description: "physical cores the thread policy leaves to the rest of the process (event loop, chip-sim and jobs workers) before sharing the others among the CPU llama-cpp engines; absent: max(1, floor(physical cores / 4)), physical cores as counted from /proc and /sys, else os.availableParallelism()"
+  })),
   engines: Schema.Array(EngineConfig).pipe(Schema.minItems(1))
 }).pipe(
   Schema.filter((c) => {

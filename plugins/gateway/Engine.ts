@@ -2,7 +2,7 @@
  * What every engine implements. The gateway owns the busy flag and the HTTP side; an engine
  * turns one valid request into one reply and says when it is free again (`settled`).
  */
-import type { ChatRequest } from "./OpenAI.ts"
+import type { AnyRequest, Operation } from "./OpenAI.ts"
 
 /** A reply sent as one body: `body` is bytes to send verbatim or a JS value to JSON-encode. */
 export interface JsonReply {
@@ -75,21 +75,24 @@ export interface Engine {
   /** Undefined while serving; otherwise why not (loading, model file missing, no GPU build, upstream refusing connections). */
   readonly unavailable: () => Unavailable | undefined
   /**
-   * The 400 for a request naming a field this engine cannot honour, or undefined. Synchronous and
-   * cheap (no tokenizing): it runs before the busy check, on the fast path too.
+   * The 400 for a request naming a field this engine cannot honour (or, for `embeddings`, an
+   * engine without an embedding model), or undefined. Synchronous and cheap (no tokenizing): it
+   * runs before the busy check, on the fast path too. `op` defaults to `chat`.
    */
-  readonly refuse: (req: ChatRequest) => EngineError | undefined
+  readonly refuse: (req: AnyRequest, op?: Operation) => EngineError | undefined
   /**
    * Most tokens `req` may generate, all choices together, when the engine knows it (for the busy
    * 503's Retry-After); undefined when only the backend knows (an upstream without a limit).
    */
-  readonly completionBudget: (req: ChatRequest) => number | undefined
+  readonly completionBudget: (req: AnyRequest, op?: Operation) => number | undefined
   /**
-   * Starts a generation for a validated request. Called only while the engine is free; must not
-   * throw. `signal` aborts it (client gone): the engine stops and settles promptly. `raw` is the
-   * request body exactly as received (JSON text), for engines that forward it.
+   * Starts a generation (or an embedding) for a validated request of operation `op` (default
+   * `chat`; `req` is then a ChatRequest, else a CompletionRequest or EmbeddingRequest). Called
+   * only while the engine is free; must not throw. `signal` aborts it (client gone): the engine
+   * stops and settles promptly. `raw` is the request body exactly as received (JSON text), for
+   * engines that forward it.
    */
-  readonly generate: (req: ChatRequest, signal: AbortSignal, hooks: GenerationHooks, raw?: string) => Generation
+  readonly generate: (req: AnyRequest, signal: AbortSignal, hooks: GenerationHooks, raw?: string, op?: Operation) => Generation
   /** Cache and memory figures for `/healthz` (free-form JSON). */
   readonly health: () => Promise<Record<string, unknown>>
   /** Releases the model and connections; idempotent. */

@@ -14,7 +14,7 @@ import { timingSafeEqual } from "node:crypto"
 import { HttpError } from "../../core/HttpError.ts"
 import { EngineError, type Engine, type Reply, type Unavailable } from "./Engine.ts"
 import { Metrics } from "./Metrics.ts"
-import { ChatRequest, errorBody, openAIError } from "./OpenAI.ts"
+import { ChatRequest, errorBody, openAIError, type AnyRequest, type Operation } from "./OpenAI.ts"
 
 /**
  * Compares a presented secret with the expected bytes in constant time: the presented value is
@@ -184,11 +184,11 @@ export class Gateway {
    * that engine exists, can serve it (streaming, no refused field), is available and is
    * generating; else undefined.
    */
-  private busyEngine(req: ChatRequest): string | undefined {
+  private busyEngine(req: AnyRequest, op: Operation = "chat"): string | undefined {
     const id = req.model ?? this.defaultEngine
     const engine = this.engines.get(id)
     if (!engine || !this.busy.has(id) || (req.stream === true && !engine.streaming)) return undefined
-    return engine.refuse(req) === undefined && engine.unavailable() === undefined ? id : undefined
+    return engine.refuse(req, op) === undefined && engine.unavailable() === undefined ? id : undefined
   }
 
   private countBusyRefusal(id: string): void {
@@ -237,6 +237,16 @@ export class Gateway {
    * engine's own errors (502 upstream failure, 400 bad `response_format`, 500).
    */
   chat(req: ChatRequest, raw?: string, responseDone?: () => Promise<void> | undefined): Effect.Effect<HttpServerResponse.HttpServerResponse | Route.Reply, HttpError> {
+    return this.serve("chat", req, raw, responseDone)
+  }
+
+  /**
+   * Serves one validated request of any operation (`chat`, `completions`, `embeddings`) with the
+   * same rules as `chat`: the same token, routing on `model`, and one request at a time per engine
+   * whatever the operation (an embedding overlapping a generation on the same engine gets the
+   * busy 503 too, and the other way round).
+   */
+  serve(op: Operation, req: AnyRequest, raw?: string, responseDone?: () => Promise<void> | undefined): Effect.Effect<HttpServerResponse.HttpServerResponse | Route.Reply, HttpError> {
     return Effect.suspend(() => {
       const id = req.model ?? this.defaultEngine
       const engine = this.engines.get(id)
@@ -248,7 +258,7 @@ export class Gateway {
         this.metrics.request(id, 400)
         return Effect.fail(openAIError(400, `Model \`${id}\` does not support streaming; send \`stream: false\`.`, { code: "unsupported_value", param: "stream" }))
       }
-      const refused = engine.refuse(req)
+      const refused = engine.refuse(req, op)
       if (refused) {
         this.metrics.request(id, refused.status)
         return Effect.fail(toHttpError(refused))
@@ -259,7 +269,7 @@ export class Gateway {
         this.metrics.refusal(id, "unavailable")
         return Effect.fail(this.unavailableError(id, why))
       }
-      if (this.busyEngine(req) !== undefined) {
+      if (this.busyEngine(req, op) !== undefined) {
         this.countBusyRefusal(id)
         // The hot path under load: a prebuilt body (no error object, stack trace or JSON
         // encoding per refusal); only the retry hints are per refusal.
@@ -267,15 +277,15 @@ export class Gateway {
       }
       this.busy.add(id)
       this.metrics.busy(id, true)
-      return this.run(engine, req, raw, responseDone)
+      return this.run(op, engine, req, raw, responseDone)
     })
   }
 
-  private run(engine: Engine, req: ChatRequest, raw: string | undefined, responseDone: (() => Promise<void> | undefined) | undefined): Effect.Effect<HttpServerResponse.HttpServerResponse | Route.Reply, HttpError> {
+  private run(op: Operation, engine: Engine, req: AnyRequest, raw: string | undefined, responseDone: (() => Promise<void> | undefined) | undefined): Effect.Effect<HttpServerResponse.HttpServerResponse | Route.Reply, HttpError> {
     const id = engine.id
     const controller = new AbortController()
     const t0 = performance.now()
-    const running: Running = { startedAt: this.clock(), budget: engine.completionBudget(req), tokens: 0, firstTokenAt: undefined }
+    const running: Running = { startedAt: this.clock(), budget: engine.completionBudget(req, op), tokens: 0, firstTokenAt: undefined }
     this.running.set(id, running)
     const generation = engine.generate(req, controller.signal, {
       firstToken: () => {
@@ -286,11 +296,12 @@ export class Gateway {
         running.tokens += n
         this.metrics.generated(id, n)
       }
-    }, raw)
+    }, raw, op)
     // The pace of a finished generation informs the estimates of the next one's refusals. One
     // refused (a 400) or cut short by its client says nothing of the engine's pace. An upstream's
     // non-streamed reply reports its tokens only afterwards: its duration still counts.
-    const served = generation.reply.then((r) => r.type === "sse" || r.status < 400, () => false)
+    // Embeddings say nothing of the generation pace either.
+    const served = op === "embeddings" ? Promise.resolve(false) : generation.reply.then((r) => r.type === "sse" || r.status < 400, () => false)
     Promise.all([generation.settled, served]).then(([, ok]) => {
       if (!ok || controller.signal.aborted) return
       const end = this.clock()

@@ -3,8 +3,8 @@
  * kept for pass-through), error bodies, and completion / chunk builders.
  */
 import { Schema } from "effect"
-import { randomBytes } from "node:crypto"
 import { HttpError } from "../../core/HttpError.ts"
+import { errorBody } from "./Wire.ts"
 
 /** Extra members are kept (the spec: unknown fields pass through to the backend untouched). */
 const Rest = Schema.Record({ key: Schema.String, value: Schema.Unknown })
@@ -55,6 +55,51 @@ export const ChatRequest = Schema.Struct({
 }, Rest).annotations({ identifier: "ChatRequest", description: "OpenAI chat completion request; unknown fields pass through" })
 export type ChatRequest = Schema.Schema.Type<typeof ChatRequest>
 
+/** A prompt or embedding input: text, texts, one token array, or token arrays (OpenAI's four forms). */
+const TextOrTokens = Schema.Union(
+  Schema.String,
+  Schema.Array(Schema.String).pipe(Schema.minItems(1)),
+  Schema.Array(Schema.Int.pipe(Schema.greaterThanOrEqualTo(0))).pipe(Schema.minItems(1)),
+  Schema.Array(Schema.Array(Schema.Int.pipe(Schema.greaterThanOrEqualTo(0))).pipe(Schema.minItems(1))).pipe(Schema.minItems(1))
+)
+
+/**
+ * The request body of POST /v1/completions (OpenAI's legacy text completions), with the same
+ * sampling bounds as chat. `max_tokens` defaults to 16, as OpenAI's does.
+ */
+export const CompletionRequest = Schema.Struct({
+  model: nullable(Schema.String),
+  prompt: TextOrTokens,
+  max_tokens: nullable(Schema.Int.pipe(Schema.greaterThanOrEqualTo(1))),
+  n: nullable(Schema.Int.pipe(Schema.between(1, 128))),
+  temperature: nullable(Schema.Number.pipe(Schema.between(0, 2))),
+  top_p: nullable(Schema.Number.pipe(Schema.greaterThan(0), Schema.lessThanOrEqualTo(1))),
+  seed: nullable(Schema.Int.pipe(Schema.greaterThanOrEqualTo(0))),
+  stream: nullable(Schema.Boolean),
+  stream_options: nullable(Schema.Struct({ include_usage: Schema.optional(Schema.Boolean) }, Rest)),
+  stop: nullable(Schema.Union(Schema.String, Schema.Array(Schema.String).pipe(Schema.maxItems(4)))),
+  presence_penalty: nullable(Schema.Number.pipe(Schema.between(-2, 2))),
+  frequency_penalty: nullable(Schema.Number.pipe(Schema.between(-2, 2))),
+  logit_bias: nullable(Schema.Record({ key: Schema.String.pipe(Schema.pattern(/^\d+$/)), value: Schema.Number.pipe(Schema.between(-100, 100)) })),
+  logprobs: nullable(Schema.Int.pipe(Schema.between(0, 5))),
+  echo: nullable(Schema.Boolean),
+  suffix: nullable(Schema.String),
+  best_of: nullable(Schema.Int.pipe(Schema.between(1, 128))),
+  top_k: nullable(Schema.Int.pipe(Schema.greaterThanOrEqualTo(-1))),
+  min_p: nullable(Schema.Number.pipe(Schema.between(0, 1)))
+}, Rest).annotations({ identifier: "CompletionRequest", description: "OpenAI text completion request; unknown fields pass through" })
+export type CompletionRequest = Schema.Schema.Type<typeof CompletionRequest>
+
+/** The request body of POST /v1/embeddings. */
+export const EmbeddingRequest = Schema.Struct({
+  model: nullable(Schema.String),
+  input: TextOrTokens,
+  encoding_format: nullable(Schema.Literal("float", "base64")),
+  dimensions: nullable(Schema.Int.pipe(Schema.greaterThanOrEqualTo(1))),
+  user: nullable(Schema.String)
+}, Rest).annotations({ identifier: "EmbeddingRequest", description: "OpenAI embeddings request; unknown fields pass through" })
+export type EmbeddingRequest = Schema.Schema.Type<typeof EmbeddingRequest>
+
 /** OpenAI's error object: what every OpenAI client reads from a failed request. */
 const ErrorObject = Schema.Struct({
   message: Schema.String,
@@ -79,10 +124,6 @@ export const HTTPValidationError = Schema.Struct({
   error: Schema.optional(ErrorObject)
 }).annotations({ identifier: "HTTPValidationError" })
 
-/** `{"error":{message,type,param,code}}` as a JS value. */
-export const errorBody = (message: string, type: string, code: string | null, param: string | null = null) =>
-  ({ error: { message, type, param, code } })
-
 /**
  * An `HttpError` carrying an OpenAI error body: `status` is the HTTP status, `headers` extra
  * response headers (`Retry-After`, `WWW-Authenticate`).
@@ -98,71 +139,8 @@ export const openAIError = (
     ...(opts.headers ? { headers: opts.headers } : {})
   })
 
-/**
- * The completion length a request asks for: `max_completion_tokens` when given (OpenAI: it
- * supersedes `max_tokens`), else `max_tokens`, else undefined (the engine's default).
- */
-export const requestedCompletionTokens = (req: ChatRequest): number | undefined =>
-  req.max_completion_tokens ?? req.max_tokens ?? undefined
+/** A validated request of any operation. */
+export type AnyRequest = ChatRequest | CompletionRequest | EmbeddingRequest
 
-/** A fresh completion id (`chatcmpl-` + 24 hex digits). */
-export const completionId = (): string => `chatcmpl-${randomBytes(12).toString("hex")}`
-
-/** Token counts of one completion. */
-export interface Usage {
-  readonly prompt_tokens: number
-  readonly completion_tokens: number
-  readonly total_tokens: number
-}
-
-/** OpenAI's finish reasons the gateway produces. */
-export type FinishReason = "stop" | "length"
-
-/** One generated choice: its text and why it ended. */
-export interface Choice {
-  readonly text: string
-  readonly finish: FinishReason
-}
-
-/** A `chat.completion` object with one entry per choice (index order); `created` in Unix seconds. */
-export const completion = (id: string, created: number, model: string, choices: ReadonlyArray<Choice>, usage: Usage) => ({
-  id,
-  object: "chat.completion" as const,
-  created,
-  model,
-  system_fingerprint: null,
-  choices: choices.map((c, index) => ({ index, message: { role: "assistant" as const, content: c.text }, logprobs: null, finish_reason: c.finish })),
-  usage
-})
-
-/**
- * One `chat.completion.chunk`; `usage` is present (null or counts) only when the client asked
- * for it. `index` is the choice each entry belongs to (n > 1 streams choice after choice).
- */
-export const chunk = (
-  id: string,
-  created: number,
-  model: string,
-  choices: ReadonlyArray<{ index?: number; delta: Record<string, unknown>; finish_reason: FinishReason | null }>,
-  usage?: Usage | null
-) => ({
-  id,
-  object: "chat.completion.chunk" as const,
-  created,
-  model,
-  system_fingerprint: null,
-  choices: choices.map((c, i) => ({ index: c.index ?? i, delta: c.delta, logprobs: null, finish_reason: c.finish_reason })),
-  ...(usage !== undefined ? { usage } : {})
-})
-
-const encoder = new TextEncoder()
-
-/** One server-sent event carrying `data` as JSON, as bytes. */
-export const sseData = (data: unknown): Uint8Array => encoder.encode(`data: ${JSON.stringify(data)}\n\n`)
-
-/** The stream terminator event. */
-export const SSE_DONE: Uint8Array = encoder.encode("data: [DONE]\n\n")
-
-/** Flattens OpenAI content (string, null or text parts) to text. */
-export const contentText = (content: ChatMessage["content"]): string =>
-  content == null ? "" : typeof content === "string" ? content : content.map((p) => p.text ?? "").join("")
+// The wire builders, also reachable from here for the gateway's own modules.
+export * from "./Wire.ts"

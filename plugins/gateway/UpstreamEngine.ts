@@ -11,7 +11,7 @@ import * as https from "node:https"
 import * as net from "node:net"
 import type { UpstreamEngineConfig } from "./Config.ts"
 import { ByteChannel, EngineError, type Engine, type Generation, type GenerationHooks, type Reply, type Unavailable } from "./Engine.ts"
-import { errorBody, requestedCompletionTokens, SSE_DONE, sseData, type ChatRequest } from "./OpenAI.ts"
+import { errorBody, operationPath, requestedCompletionTokens, SSE_DONE, sseData, type AnyRequest, type Operation } from "./OpenAI.ts"
 
 /** Errors meaning no request reached the upstream at all: nothing listens, or no such host. */
 const REFUSED = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH"])
@@ -34,6 +34,8 @@ export class UpstreamEngine implements Engine {
   readonly label = "upstream"
   readonly id: string
   readonly streaming: boolean
+  /** Where each operation is forwarded: `<url>/chat/completions`, `<url>/completions`, `<url>/embeddings`. */
+  private readonly targets: Record<Operation, URL>
   private readonly target: URL
   private readonly agent: http.Agent
   private readonly request: typeof http.request
@@ -47,7 +49,9 @@ export class UpstreamEngine implements Engine {
   private constructor(readonly config: UpstreamEngineConfig, private readonly log: (line: string) => void) {
     this.id = config.id
     this.streaming = config.streaming
-    this.target = new URL(config.url.replace(/\/+$/, "") + "/chat/completions")
+    const base = config.url.replace(/\/+$/, "")
+    this.targets = { chat: new URL(`${base}/${operationPath.chat}`), completions: new URL(`${base}/${operationPath.completions}`), embeddings: new URL(`${base}/${operationPath.embeddings}`) }
+    this.target = this.targets.chat
     const secure = this.target.protocol === "https:"
     // One generation at a time per engine, so a handful of kept-alive sockets is plenty.
     this.agent = secure ? new https.Agent({ keepAlive: true, maxSockets: 4 }) : new http.Agent({ keepAlive: true, maxSockets: 4 })
@@ -103,12 +107,16 @@ export class UpstreamEngine implements Engine {
 
   refuse = (): EngineError | undefined => undefined
 
-  completionBudget = (req: ChatRequest): number | undefined => {
-    const requested = requestedCompletionTokens(req)
-    return requested === undefined ? undefined : requested * (req.n ?? 1)
+  completionBudget = (req: AnyRequest, op: Operation = "chat"): number | undefined => {
+    const requested = op === "embeddings" ? undefined : requestedCompletionTokens(req)
+    return requested === undefined ? undefined : requested * (typeof req.n === "number" ? req.n : 1)
   }
 
-  generate = (req: ChatRequest, signal: AbortSignal, hooks: GenerationHooks, raw?: string): Generation => {
+  /**
+   * Forwards one request of operation `op` to `<url>/<op path>`: every field as the client sent
+   * it (tools, tool_choice, logprobs, response_format... untouched), the reply byte for byte.
+   */
+  generate = (req: AnyRequest, signal: AbortSignal, hooks: GenerationHooks, raw?: string, op: Operation = "chat"): Generation => {
     // The client's bytes go upstream as they came (number spelling, key order, unknown fields);
     // only a configured upstream_model needs a re-encoding.
     const payload = Buffer.from(this.config.upstream_model || raw === undefined
@@ -141,7 +149,7 @@ export class UpstreamEngine implements Engine {
         }
         settle()
       }
-      const creq = this.request(this.target, {
+      const creq = this.request(this.targets[op], {
         method: "POST",
         agent: this.agent,
         headers: { ...this.baseHeaders, accept: stream ? "text/event-stream" : "application/json", "content-length": String(payload.length) },

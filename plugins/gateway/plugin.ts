@@ -8,17 +8,24 @@ import { routes } from "./Api.ts"
 import { GatewayConfig, type GatewayConfig as Config } from "./Config.ts"
 import type { Engine } from "./Engine.ts"
 import { Gateway } from "./Gateway.ts"
-import { LlamaCppEngine } from "./LlamaCppEngine.ts"
+import { cpuFacts, threadPolicy } from "./Threads.ts"
 import { UpstreamEngine } from "./UpstreamEngine.ts"
+import { WorkerEngine } from "./WorkerEngine.ts"
 
 /**
  * Builds the engines and the gateway for a decoded config. Model paths resolve against
- * `configDir`; `log` gets one line per unavailable engine. Never fails: engines that cannot
- * serve stay registered as unavailable.
+ * `configDir`; each llama-cpp engine runs in its own worker thread with the thread counts of the
+ * thread policy (`Threads.ts`); `log` gets one line per unavailable engine. With `start: false`
+ * (the kernel's `inspect` mode: `plugins list`, `config validate`) no worker starts and no model
+ * loads. Never fails: engines that cannot serve stay registered as unavailable.
  */
-export const makeGateway = (config: Config, configDir: string, log: (line: string) => void): Gateway => {
+export const makeGateway = (config: Config, configDir: string, log: (line: string) => void, start = true): Gateway => {
+  const facts = cpuFacts()
+  const cpuEngines = config.engines.filter((e) => e.kind === "llama-cpp" && e.device === "cpu").length
   const engines: Engine[] = config.engines.map((e) =>
-    e.kind === "llama-cpp" ? LlamaCppEngine.make(e, configDir, log) : UpstreamEngine.make(e, log)
+    e.kind === "llama-cpp"
+      ? WorkerEngine.make(e, configDir, threadPolicy(facts, e, { reserved: config.reserved_cores, cpuEngines }), log, start)
+      : UpstreamEngine.make(e, log)
   )
   return new Gateway({
     engines,
@@ -34,7 +41,7 @@ export const makeGateway = (config: Config, configDir: string, log: (line: strin
  * probed once (a TCP connect), so `/status` says from the start which engines can serve.
  */
 export const engineLoads = (gateway: Gateway): Promise<void> =>
-  Promise.all([...gateway.engines.values()].map((e) => (e instanceof LlamaCppEngine ? e.ready : e instanceof UpstreamEngine ? e.probe() : undefined))).then(() => undefined)
+  Promise.all([...gateway.engines.values()].map((e) => (e instanceof WorkerEngine ? e.ready : e instanceof UpstreamEngine ? e.probe() : undefined))).then(() => undefined)
 
 export default definePlugin({
   name: "gateway",
@@ -47,7 +54,7 @@ export default definePlugin({
       // Engines log from callbacks outside any fiber; the captured runtime keeps the kernel's logger.
       const runSync = Runtime.runSync(yield* Effect.runtime<never>())
       const gateway = yield* Effect.acquireRelease(
-        Effect.sync(() => makeGateway(ctx.config, ctx.configDir, (line) => runSync(Effect.logWarning(line)))),
+        Effect.sync(() => makeGateway(ctx.config, ctx.configDir, (line) => runSync(Effect.logWarning(line)), ctx.mode === "serve")),
         (g) => Effect.promise(() => g.close())
       )
       if (ctx.config.token.length < 16 || ctx.config.token === "change-me") {
@@ -59,7 +66,8 @@ export default definePlugin({
         // Models load in the background so a large GGUF never holds up the platform's boot;
         // until loaded an engine is listed with `available: false`.
         start: Effect.promise(() => engineLoads(gateway)).pipe(
-          Effect.tap(() => Effect.logInfo(`gateway: engines ${gateway.status().models.map((m) => `${m.id}=${m.available ? "up" : "down"}`).join(", ")}`))
+          Effect.tap(() => Effect.logInfo(`gateway: engines ${[...gateway.engines.values()].map((e) =>
+            `${e.id}=${e.unavailable() === undefined ? "up" : "down"}${e instanceof WorkerEngine ? ` (threads ${e.threads.threads}/${e.threads.threadsBatch} ${e.threads.from})` : ""}`).join(", ")}`))
         ),
         status: () => ({ engines: gateway.status().models })
       }

@@ -9,15 +9,23 @@ export type MinLength1 = string
  */
 export type Positive = number
 /**
+ * physical cores the thread policy leaves to the rest of the process (event loop, chip-sim and jobs workers) before sharing the others among the CPU llama-cpp engines; absent: max(1, floor(physical cores / 4)), physical cores as counted from /proc and /sys, else os.availableParallelism()
+ */
+export type Between01024 = number
+/**
  * an array of at least 1 item(s)
  * 
  * @minItems 1
  */
 export type MinItems1 = [(GatewayLlamaCppEngine | GatewayUpstreamEngine), ...((GatewayLlamaCppEngine | GatewayUpstreamEngine))[]]
 /**
- * a number between 0 and 1024
+ * CPU threads generating tokens; 0 or absent: the thread policy's default (the engine's share of the physical cores left after `reserved_cores`, at least 1; see the README's thread policy)
  */
-export type Between01024 = number
+export type Between010241 = number
+/**
+ * CPU threads evaluating prompts (batches of more than one token); 0 or absent: the same as `threads`
+ */
+export type Between010242 = number
 /**
  * a number between 16 and 1048576
  */
@@ -42,6 +50,7 @@ admin_token?: (string | null)
  * Retry-After of a busy refusal while the engine's pace is unknown (no generation measured yet), in seconds; otherwise it is derived from the running generation's remaining budget
  */
 retry_after_s?: Positive
+reserved_cores?: Between01024
 engines: MinItems1
 }
 export interface GatewayLlamaCppEngine {
@@ -66,7 +75,12 @@ device?: ("cpu" | "gpu")
  * GGUF file, relative to the config file
  */
 model_path: string
-threads?: Between01024
+threads?: Between010241
+threads_batch?: Between010242
+/**
+ * GGUF file serving /v1/embeddings for this engine, relative to the config file (may be `model_path` itself); absent: embeddings are refused with 400
+ */
+embedding_model_path?: string
 /**
  * context window in tokens: a prompt plus its completion budget over it is a 400 `context_length_exceeded` (the KV cache holds one token more; it bounds RAM/VRAM use)
  */

@@ -176,7 +176,7 @@ describe("2. token limits", () => {
 
   it("fields the engine cannot honour are a 400 naming the field; an upstream gets them untouched", async () => {
     const cases: Array<[Record<string, unknown>, string]> = [
-      [{ tools: [{ type: "function", function: { name: "f", parameters: { type: "object" } } }] }, "tools"],
+      [{ tools: [{ type: "code_interpreter" }] }, "tools[0]"],
       [{ logprobs: true }, "logprobs"],
       [{ top_logprobs: 2 }, "top_logprobs"],
       [{ modalities: ["text", "audio"] }, "modalities"],
@@ -274,10 +274,10 @@ describe("5. error bodies the SDK can read", () => {
   })
 
   it("unknown paths and wrong methods under /v1 answer OpenAI's error object (404, 405)", async () => {
-    const e = await failure(client.get("/embeddings"))
+    const e = await failure(client.get("/audio/speech"))
     expect(e).toBeInstanceOf(OpenAI.NotFoundError)
     expect(e.code).toBe("unknown_url")
-    expect(e.message).toBe("404 Unknown request URL: GET /v1/embeddings.")
+    expect(e.message).toBe("404 Unknown request URL: GET /v1/audio/speech.")
     const m = await failure(client.post("/models"))
     expect(m.status).toBe(405)
     expect(m.code).toBe("method_not_allowed")
@@ -286,7 +286,7 @@ describe("5. error bodies the SDK can read", () => {
     expect(c.status).toBe(405)
     expect(c.headers?.["allow"]).toBe("POST")
     // The token is checked first, as everywhere under /v1.
-    const anonymous = await request(base, "GET", "/v1/embeddings")
+    const anonymous = await request(base, "GET", "/v1/audio/speech")
     expect(anonymous.status).toBe(401)
     expect(anonymous.json().error.code).toBe("invalid_api_key")
   })
@@ -295,7 +295,8 @@ describe("5. error bodies the SDK can read", () => {
 describe("6. retry hints", () => {
   it("busy: Retry-After from the running generation's remaining budget, jittered across refused clients", async () => {
     // A generation with a long budget (streamed and held open), then ten refused clients.
-    const s = await openStream(base, "/v1/chat/completions", TOKEN, { messages: [{ role: "user", content: "go" }], stream: true, max_tokens: 4000 })
+    // Seed 0 with the end-of-sequence token banned runs for 800+ tokens on the fixture model.
+    const s = await openStream(base, "/v1/chat/completions", TOKEN, { messages: [{ role: "user", content: "go" }], stream: true, max_tokens: 4000, seed: 0, logit_bias: { "4": -100 } })
     try {
       const refused = await Promise.all(Array.from({ length: 10 }, () =>
         failure(client.chat.completions.create({ model: "model-linear", messages: [{ role: "user", content: "hi" }], max_tokens: 1 }))))

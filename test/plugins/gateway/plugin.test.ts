@@ -380,7 +380,7 @@ describe("one generation at a time", () => {
 
 describe("upstream engine", () => {
   it("passes the body through untouched, unknown fields included, and the reply byte for byte", async () => {
-    const body = { model: "upstream", messages: [{ role: "user", content: "hello there", name: "ann" }], temperature: 0.3, logit_bias: { "42": 1 }, user: "u-1", tools: [{ type: "function", function: { name: "f" } }] }
+    const body = { model: "upstream", messages: [{ role: "user", content: "hello there", name: "ann" }], temperature: 0.3, logit_bias: { "42": 1 }, user: "u-1", tools: [{ type: "function", function: { name: "f" } }], tool_choice: "none" }
     const r = await chat(body)
     expect(r.status).toBe(200)
     expect(JSON.parse(upstream.bodies.at(-1)!)).toEqual(body)

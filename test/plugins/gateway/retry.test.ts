@@ -19,7 +19,7 @@ const scripted = (unavailable: () => Unavailable | undefined = () => undefined) 
     streaming: true,
     unavailable,
     refuse: (req) => (req.logprobs ? new EngineError(400, "`logprobs` is not supported", "unsupported_parameter", "logprobs") : undefined),
-    completionBudget: (req) => (req.max_completion_tokens ?? req.max_tokens ?? 100) * (req.n ?? 1),
+    completionBudget: (req) => { const r = req as ChatRequest; return (r.max_completion_tokens ?? r.max_tokens ?? 100) * (r.n ?? 1) },
     generate: (_req, _signal, h) => {
       hooks = h
       const settled = new Promise<void>((r) => { finish = r })
