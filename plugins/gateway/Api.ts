@@ -4,7 +4,8 @@
  */
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Effect, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import type { HttpError } from "../../core/HttpError.ts"
 import * as Route from "../../core/Route.ts"
 import type { Gateway } from "./Gateway.ts"

@@ -2,7 +2,7 @@
  * The gateway's section of `platform.yaml`: the engines it serves and the tokens guarding it.
  * Field names are snake_case, as everywhere in `platform.yaml`.
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 const EngineId = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._:-]*$/)).annotations({
   description: "model id clients send in `model`"

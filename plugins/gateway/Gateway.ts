@@ -7,7 +7,10 @@
  * aborted generation never overlaps the next one on the same llama.cpp sequence.
  */
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect, Option, Schema, Stream } from "effect"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import type { FastReply, FastRequest } from "../../core/Route.ts"
 import * as Route from "../../core/Route.ts"
 import { timingSafeEqual } from "node:crypto"

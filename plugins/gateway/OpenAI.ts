@@ -2,7 +2,7 @@
  * The OpenAI wire shapes the gateway speaks: the ChatRequest Schema (spec bounds, unknown fields
  * kept for pass-through), error bodies, and completion / chunk builders.
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { HttpError } from "../../core/HttpError.ts"
 import { errorBody } from "./Wire.ts"
 

@@ -1,5 +1,6 @@
 /** The gateway's config Schema and metrics text, without booting anything. */
-import { Either, Schema } from "effect"
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
 import { describe, expect, it } from "vitest"
 import { GatewayConfig } from "../../../plugins/gateway/Config.ts"
 import { Metrics } from "../../../plugins/gateway/Metrics.ts"

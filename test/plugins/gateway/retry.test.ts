@@ -2,7 +2,8 @@
  * The busy 503's retry hints, on a Gateway with a scripted engine and a driven clock: the
  * estimate follows the running generation's remaining budget and pace, and jitter spreads it.
  */
-import { Effect, Either } from "effect"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import { describe, expect, it } from "vitest"
 import { EngineError, type Engine, type GenerationHooks, type Unavailable } from "../../../plugins/gateway/Engine.ts"
 import { Gateway } from "../../../plugins/gateway/Gateway.ts"
