@@ -24,9 +24,9 @@ import { randomBytes } from "node:crypto"
 import { readdirSync, readFileSync } from "node:fs"
 import { chromium, type Browser, type BrowserContext, type BrowserContextOptions } from "playwright-core"
 import { abortFailure, JobFailure } from "../jobs/Contract.ts"
-import { DEFAULT_ARGS } from "./Chromium.ts"
+import { DEFAULT_ARGS, LOOPBACK_TOO } from "./Chromium.ts"
 
-export { DEFAULT_ARGS }
+export { DEFAULT_ARGS, LOOPBACK_TOO }
 
 /** The environment variable marking this pool's Chromium processes. */
 export const TAG_ENV = "PLATFORM_JOB_BROWSER"
@@ -79,13 +79,6 @@ export const killTagged = (tag: string): number[] => {
   }
   return pids
 }
-
-/**
- * The `bypass` of a routed context: Chromium bypasses its proxy for loopback hosts unless told
- * `<-loopback>`, and a page fetched under a geo route must go out through that route, whatever
- * its host (the cluster's loopback banks and their tests rely on it).
- */
-export const LOOPBACK_TOO = "<-loopback>"
 
 /**
  * Rejects with `abortFailure(signal)` as soon as `signal` aborts, else settles like `p`.

@@ -9,7 +9,8 @@
 import * as Schema from "effect/Schema"
 import type { GraphOperation } from "../../core/Contribution.ts"
 import { type GeoResolver, invalid, type JobContext, type JobType, GeoField } from "../jobs/Contract.ts"
-import { type BrowserPool, LOOPBACK_TOO } from "./BrowserPool.ts"
+import type { BrowserPool } from "./BrowserPool.ts"
+import { LOOPBACK_TOO } from "./Chromium.ts"
 import { imageDimensions } from "./Image.ts"
 import { gotoChecked } from "./Navigate.ts"
 

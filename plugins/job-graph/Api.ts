@@ -70,3 +70,28 @@ export const ProblemsBody = Schema.Struct({
   error: Schema.String,
   problems: Schema.optional(Schema.Array(GraphProblem))
 })
+
+/** A file an operation stored during the run. */
+export const Artifact = Schema.Struct({
+  name: Schema.String,
+  url: Schema.String,
+  content_type: Schema.NullOr(Schema.String),
+  size_bytes: Schema.Int,
+  stage: Schema.String,
+  op: Schema.String
+}).annotations({ identifier: "GraphArtifact" })
+export type Artifact = typeof Artifact.Type
+
+/** The result of a graph job (research-jobs spec, GraphResult). */
+export const GraphResult = Schema.Struct({
+  graph_name: Schema.String,
+  stages_completed: Schema.Int,
+  stages_total: Schema.Int,
+  duration_seconds: Schema.Number,
+  outputs: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
+  state: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
+  artifacts: Schema.Array(Artifact),
+  artifacts_url: Schema.String,
+  workspace_id: Schema.optional(Schema.NullOr(Schema.String))
+}).annotations({ identifier: "GraphResult", description: "graph job result: named outputs, final state, stored files" })
+export type GraphResult = typeof GraphResult.Type

@@ -28,6 +28,7 @@ import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import { Artifact, GraphResult } from "./Api.ts"
 import type { GraphLimits, GraphOpContext, GraphOperation, OutputFiles } from "../../core/Contribution.ts"
 import type { GraphType } from "../../core/GraphTypes.ts"
 import { issuesOf } from "../../core/Issues.ts"
@@ -35,30 +36,7 @@ import { JobFailure, type JobErrorKind } from "../jobs/Contract.ts"
 import { evaluate, fill, truthy } from "./Expr.ts"
 import { type Graph, inputSchema, type OpLookup, type OpStep, type Stage } from "./Graph.ts"
 
-/** A file an operation stored during the run. */
-export const Artifact = Schema.Struct({
-  name: Schema.String,
-  url: Schema.String,
-  content_type: Schema.NullOr(Schema.String),
-  size_bytes: Schema.Int,
-  stage: Schema.String,
-  op: Schema.String
-}).annotations({ identifier: "GraphArtifact" })
-export type Artifact = typeof Artifact.Type
-
-/** The result of a graph job (research-jobs spec, GraphResult). */
-export const GraphResult = Schema.Struct({
-  graph_name: Schema.String,
-  stages_completed: Schema.Int,
-  stages_total: Schema.Int,
-  duration_seconds: Schema.Number,
-  outputs: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
-  state: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
-  artifacts: Schema.Array(Artifact),
-  artifacts_url: Schema.String,
-  workspace_id: Schema.optional(Schema.NullOr(Schema.String))
-}).annotations({ identifier: "GraphResult", description: "graph job result: named outputs, final state, stored files" })
-export type GraphResult = typeof GraphResult.Type
+export { Artifact, GraphResult } from "./Api.ts"
 
 /** Engine settings: the spec's graph limits plus GRAPH_TIMEOUT. */
 export interface EngineLimits extends GraphLimits {

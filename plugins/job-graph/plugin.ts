@@ -12,7 +12,7 @@
 import * as Schema from "effect/Schema"
 import { configOption, definePlugin, lazySetup } from "../../core/Plugin.ts"
 import { GraphPayloadFields, GraphProblem, OperationInfo, TemplateInfo, ValidationReport } from "./Api.ts"
-import { GraphResult } from "./Engine.ts"
+import { GraphResult } from "./Api.ts"
 
 const opt = configOption
 

@@ -1,6 +1,7 @@
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { pathToFileURL } from "node:url"
 import { describe, expect, it } from "vitest"
 import { ROOT } from "../../core/Paths.ts"
 import { runCli } from "../support/cli.ts"
@@ -13,6 +14,9 @@ const tmpConfig = (text: string) => {
   return path.join(dir, "platform.yaml")
 }
 
+/** Packages a plugin's implementation loads, none of which reading declarations may load. */
+const IMPLEMENTATION_PACKAGES = ["playwright-core", "node-llama-cpp", "bullmq", "ioredis", "openai", "pg", "better-sqlite3", "@effect/platform-node", "undici", "piscina", "linkedom"]
+
 describe("platform CLI", () => {
   it("config validate reports the located error and exits 1", async () => {
     const file = tmpConfig("listeners:\n  - name: chip\n    port: 99999\n")
@@ -21,6 +25,21 @@ describe("platform CLI", () => {
     expect(r.stderr).toContain("platform.yaml:3:11 listeners[0].port: expected")
     const json = await run(["config", "validate", "--config", file, "--json"])
     expect(JSON.parse(json.stdout).error.message).toContain("platform.yaml:3:11 listeners[0].port")
+  })
+
+  it("config validate reads plugin declarations only: no implementation package is loaded", async () => {
+    const trace = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "trace-")), "modules.txt")
+    const r = await run(["config", "validate"], {
+      MODULE_TRACE_FILE: trace,
+      NODE_OPTIONS: `--import ${pathToFileURL(path.join(ROOT, "test/support/trace/register.mjs")).href}`
+    })
+    expect(r.code, r.stderr).toBe(0)
+    const loaded = fs.readFileSync(trace, "utf8").trim().split("\n")
+    // Every plugin of the default platform.yaml was read...
+    for (const p of ["jobs", "gateway", "chip-sim", "job-browser", "cluster-vpn", "registry"]) expect(loaded.some((u) => u.endsWith(`/plugins/${p}/plugin.js`)), p).toBe(true)
+    // ...and none of its implementation.
+    const heavy = loaded.filter((u) => IMPLEMENTATION_PACKAGES.some((pkg) => u.includes(`/node_modules/${pkg}/`)) || /\/plugins\/[^/]+\/Setup\.js$/.test(u))
+    expect(heavy).toEqual([])
   })
 
   it("config validate says what it checked and reports each plugin valid/invalid/disabled (never running), listener clashes too", async () => {
