@@ -135,6 +135,24 @@ const invalidBody = (gateway: Gateway) => (invalid: Route.InvalidRequest) => {
   return HttpServerResponse.unsafeJson(validationError(detail), { status: 422 })
 }
 
+/** The answers every generation endpoint shares besides its own 200 and 400. */
+const generationErrors = {
+  ...errors,
+  404: { description: "unknown `model` (`model_not_found`)", schema: OpenAIErrorBody },
+  422: { description: "the body fails validation", schema: HTTPValidationError },
+  502: { description: "an upstream engine failed", schema: OpenAIErrorBody },
+  503: { description: "the engine is busy (`engine_busy`, Retry-After), loading or unavailable", schema: OpenAIErrorBody }
+}
+
+/** The handler of a generation endpoint other than chat: the token, then the engine (`Gateway.serve`). */
+const servedBy = (gateway: Gateway, kind: "completions" | "embeddings") =>
+  ({ body, request }: { readonly body: unknown; readonly request: HttpServerRequest.HttpServerRequest }) => {
+    const denied = gateway.unauthorized(request)
+    if (denied) return Effect.fail(denied)
+    // The kernel has read (and cached) the body text to decode it; reading it again is free.
+    return Effect.flatMap(Effect.orElseSucceed(request.text, (): string | undefined => undefined), (raw) => gateway.serve(kind, body as never, raw, responseClosed(request)))
+  }
+
 /** The routes with a purpose (what the `/v1` fallbacks' 405s list in `Allow`). */
 const servedRoutes = (gateway: Gateway): ReadonlyArray<Route.Route> => [
   Route.make({
@@ -175,18 +193,10 @@ const servedRoutes = (gateway: Gateway): ReadonlyArray<Route.Route> => [
     responses: {
       200: { description: "a `text_completion` object, or an event stream when `stream` is true", schema: FreeForm },
       400: { description: "prompt plus completion over the context (`context_length_exceeded`); a field the engine cannot honour (`echo`, `suffix`, `best_of` > 1, `logprobs` on llama-cpp engines: `unsupported_parameter`)", schema: OpenAIErrorBody },
-      ...errors,
-      404: { description: "unknown `model` (`model_not_found`)", schema: OpenAIErrorBody },
-      422: { description: "the body fails validation", schema: HTTPValidationError },
-      502: { description: "an upstream engine failed", schema: OpenAIErrorBody },
-      503: { description: "the engine is busy (`engine_busy`, Retry-After), loading or unavailable", schema: OpenAIErrorBody }
+      ...generationErrors
     },
     onInvalid: invalidBody(gateway),
-    handler: ({ body, request }) => {
-      const denied = gateway.unauthorized(request)
-      if (denied) return Effect.fail(denied)
-      return Effect.flatMap(Effect.orElseSucceed(request.text, () => undefined), (raw) => gateway.serve("completions", body, raw, responseClosed(request)))
-    }
+    handler: servedBy(gateway, "completions")
   }),
   Route.make({
     method: "POST",
@@ -199,18 +209,10 @@ const servedRoutes = (gateway: Gateway): ReadonlyArray<Route.Route> => [
     responses: {
       200: { description: "OpenAI's list of `embedding` objects with usage", schema: FreeForm },
       400: { description: "the engine has no embedding model (`model_not_supported`); an input over the context (`context_length_exceeded`); `dimensions` other than the model's", schema: OpenAIErrorBody },
-      ...errors,
-      404: { description: "unknown `model` (`model_not_found`)", schema: OpenAIErrorBody },
-      422: { description: "the body fails validation", schema: HTTPValidationError },
-      502: { description: "an upstream engine failed", schema: OpenAIErrorBody },
-      503: { description: "the engine is busy (`engine_busy`, Retry-After), loading or unavailable", schema: OpenAIErrorBody }
+      ...generationErrors
     },
     onInvalid: invalidBody(gateway),
-    handler: ({ body, request }) => {
-      const denied = gateway.unauthorized(request)
-      if (denied) return Effect.fail(denied)
-      return Effect.flatMap(Effect.orElseSucceed(request.text, () => undefined), (raw) => gateway.serve("embeddings", body, raw, responseClosed(request)))
-    }
+    handler: servedBy(gateway, "embeddings")
   }),
   Route.make({
     method: "GET",

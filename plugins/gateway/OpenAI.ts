@@ -21,13 +21,8 @@ export type ChatMessage = Schema.Schema.Type<typeof ChatMessage>
 
 const nullable = <A, I>(s: Schema.Schema<A, I>) => Schema.optional(Schema.NullOr(s))
 
-/** The request body of POST /v1/chat/completions, with the spec's bounds. */
-export const ChatRequest = Schema.Struct({
-  model: nullable(Schema.String),
-  messages: Schema.Array(ChatMessage).pipe(Schema.minItems(1)),
-  max_tokens: nullable(Schema.Int.pipe(Schema.greaterThanOrEqualTo(1))),
-  // What the SDK and newer clients send instead of `max_tokens`; wins when both are given.
-  max_completion_tokens: nullable(Schema.Int.pipe(Schema.greaterThanOrEqualTo(1))),
+/** Sampling fields chat and text completions share, with OpenAI's bounds. */
+const sampling = {
   n: nullable(Schema.Int.pipe(Schema.between(1, 128))),
   temperature: nullable(Schema.Number.pipe(Schema.between(0, 2))),
   top_p: nullable(Schema.Number.pipe(Schema.greaterThan(0), Schema.lessThanOrEqualTo(1))),
@@ -38,12 +33,25 @@ export const ChatRequest = Schema.Struct({
   presence_penalty: nullable(Schema.Number.pipe(Schema.between(-2, 2))),
   frequency_penalty: nullable(Schema.Number.pipe(Schema.between(-2, 2))),
   logit_bias: nullable(Schema.Record({ key: Schema.String.pipe(Schema.pattern(/^\d+$/)), value: Schema.Number.pipe(Schema.between(-100, 100)) })),
+}
+
+/** llama.cpp server extensions, honoured by llama-cpp engines; -1 (vLLM's spelling of "off") and 0 both disable `top_k`. */
+const llamaExtensions = {
+  top_k: nullable(Schema.Int.pipe(Schema.greaterThanOrEqualTo(-1))),
+  min_p: nullable(Schema.Number.pipe(Schema.between(0, 1)))
+}
+
+/** The request body of POST /v1/chat/completions, with the spec's bounds. */
+export const ChatRequest = Schema.Struct({
+  model: nullable(Schema.String),
+  messages: Schema.Array(ChatMessage).pipe(Schema.minItems(1)),
+  max_tokens: nullable(Schema.Int.pipe(Schema.greaterThanOrEqualTo(1))),
+  // What the SDK and newer clients send instead of `max_tokens`; wins when both are given.
+  max_completion_tokens: nullable(Schema.Int.pipe(Schema.greaterThanOrEqualTo(1))),
+  ...sampling,
   logprobs: nullable(Schema.Boolean),
   top_logprobs: nullable(Schema.Int.pipe(Schema.between(0, 20))),
-  // llama.cpp server extensions, honoured by llama-cpp engines.
-  // -1 (vLLM's spelling of "off") and 0 both disable it.
-  top_k: nullable(Schema.Int.pipe(Schema.greaterThanOrEqualTo(-1))),
-  min_p: nullable(Schema.Number.pipe(Schema.between(0, 1))),
+  ...llamaExtensions,
   response_format: nullable(Schema.Struct({
     type: Schema.Literal("text", "json_object", "json_schema"),
     json_schema: Schema.optional(Schema.Struct({
@@ -71,22 +79,12 @@ export const CompletionRequest = Schema.Struct({
   model: nullable(Schema.String),
   prompt: TextOrTokens,
   max_tokens: nullable(Schema.Int.pipe(Schema.greaterThanOrEqualTo(1))),
-  n: nullable(Schema.Int.pipe(Schema.between(1, 128))),
-  temperature: nullable(Schema.Number.pipe(Schema.between(0, 2))),
-  top_p: nullable(Schema.Number.pipe(Schema.greaterThan(0), Schema.lessThanOrEqualTo(1))),
-  seed: nullable(Schema.Int.pipe(Schema.greaterThanOrEqualTo(0))),
-  stream: nullable(Schema.Boolean),
-  stream_options: nullable(Schema.Struct({ include_usage: Schema.optional(Schema.Boolean) }, Rest)),
-  stop: nullable(Schema.Union(Schema.String, Schema.Array(Schema.String).pipe(Schema.maxItems(4)))),
-  presence_penalty: nullable(Schema.Number.pipe(Schema.between(-2, 2))),
-  frequency_penalty: nullable(Schema.Number.pipe(Schema.between(-2, 2))),
-  logit_bias: nullable(Schema.Record({ key: Schema.String.pipe(Schema.pattern(/^\d+$/)), value: Schema.Number.pipe(Schema.between(-100, 100)) })),
+  ...sampling,
   logprobs: nullable(Schema.Int.pipe(Schema.between(0, 5))),
   echo: nullable(Schema.Boolean),
   suffix: nullable(Schema.String),
   best_of: nullable(Schema.Int.pipe(Schema.between(1, 128))),
-  top_k: nullable(Schema.Int.pipe(Schema.greaterThanOrEqualTo(-1))),
-  min_p: nullable(Schema.Number.pipe(Schema.between(0, 1)))
+  ...llamaExtensions
 }, Rest).annotations({ identifier: "CompletionRequest", description: "OpenAI text completion request; unknown fields pass through" })
 export type CompletionRequest = Schema.Schema.Type<typeof CompletionRequest>
 
