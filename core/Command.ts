@@ -103,7 +103,7 @@ export const collectCommands = async (
   commands: Readonly<Record<string, CommandClass>>,
   pluginsDir = path.join(CODE_ROOT, "plugins")
 ): Promise<Record<string, CommandClass>> => {
-  const [{ Effect }, Registry, { BootError }] = await Promise.all([import("effect"), import("./Registry.ts"), import("./Kernel.ts")])
+  const [Effect, Registry, { BootError }] = await Promise.all([import("effect/Effect"), import("./Registry.ts"), import("./PluginLoader.ts")])
   const registry = Registry.make<CommandClass>("CLI command")
   const add = (owner: string, id: string, command: CommandClass) => {
     const added = Effect.runSync(Effect.either(registry.register(owner, id.trim().split(/[\s:]+/).join(":"), command)))
