@@ -6,7 +6,8 @@
  * sends it as is. Plugin-specific `Schema.TaggedError` classes may instead carry an
  * `HttpApiSchema.annotations({ status })` and are sent as their encoded JSON.
  */
-import { HttpServerRespondable, HttpServerResponse } from "@effect/platform"
+import * as HttpServerRespondable from "@effect/platform/HttpServerRespondable"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 

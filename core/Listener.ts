@@ -7,8 +7,10 @@
  * Shutdown (scope close): the listener stops accepting, idle keep-alive sockets are closed,
  * in-flight requests get `graceMs` to finish, then every socket is closed.
  */
-import { HttpMiddleware, type HttpServerRequest, type HttpServerResponse } from "@effect/platform"
-import { NodeHttpServer } from "@effect/platform-node"
+import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
+import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import type * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as FiberRef from "effect/FiberRef"

@@ -6,10 +6,9 @@
  * Tool inputs are decoded with the tool's Effect Schema; a refusal comes back as a normal tool
  * result with `isError` and the reason (MCP convention), never as a JSON-RPC error.
  */
-import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Server } from "@modelcontextprotocol/sdk/server/index.js"
-import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"
-import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import type { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as JSONSchema from "effect/JSONSchema"
@@ -28,7 +27,23 @@ const inputSchemaOf = (tool: McpTool): Record<string, unknown> => {
   return js.type === "object" ? js : { type: "object", properties: {} }
 }
 
-const makeServer = (tools: ReadonlyArray<McpTool>, info: { name: string; version: string }) => {
+/**
+ * The SDK, imported on the first MCP request rather than with the kernel: it brings zod and
+ * zod-to-json-schema (about 150 modules), which every boot would otherwise load.
+ */
+let sdk: Promise<{
+  Server: typeof Server
+  Transport: typeof import("@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js").WebStandardStreamableHTTPServerTransport
+  types: typeof import("@modelcontextprotocol/sdk/types.js")
+}> | undefined
+const loadSdk = () =>
+  (sdk ??= Promise.all([
+    import("@modelcontextprotocol/sdk/server/index.js"),
+    import("@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"),
+    import("@modelcontextprotocol/sdk/types.js")
+  ]).then(([server, transport, types]) => ({ Server: server.Server, Transport: transport.WebStandardStreamableHTTPServerTransport, types })))
+
+const makeServer = ({ Server, types: { CallToolRequestSchema, ListToolsRequestSchema } }: Awaited<ReturnType<typeof loadSdk>>, tools: ReadonlyArray<McpTool>, info: { name: string; version: string }) => {
   const server = new Server(info, { capabilities: { tools: {} } })
   const byName = new Map(tools.map((t) => [t.name, t]))
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
@@ -67,8 +82,9 @@ export const mcpRoutes = (tools: ReadonlyArray<McpTool>, info: { name: string; v
       Effect.gen(function* () {
         const web = yield* HttpServerRequest.toWeb(request)
         const response = yield* Effect.tryPromise(async () => {
-          const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true })
-          const server = makeServer(tools, info)
+          const loaded = await loadSdk()
+          const transport = new loaded.Transport({ sessionIdGenerator: undefined, enableJsonResponse: true })
+          const server = makeServer(loaded, tools, info)
           await server.connect(transport)
           try {
             const res = await transport.handleRequest(web)

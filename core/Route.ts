@@ -16,7 +16,8 @@
  * carries an `HttpApiSchema` status annotation is sent as its encoded JSON with that status;
  * anything else is logged and answered 500 `{error}` without internals.
  */
-import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import type * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type { RouteLimits } from "./Limits.ts"

@@ -3,7 +3,11 @@
  * (request decoding by each route's Schemas, responses encoded by the declared ones, errors
  * rendered), adds the listener's `/openapi.json` and request logging. `Listener.ts` serves it.
  */
-import { HttpApiSchema, HttpRouter, HttpServerRequest, HttpServerRespondable, HttpServerResponse } from "@effect/platform"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
+import * as HttpRouter from "@effect/platform/HttpRouter"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerRespondable from "@effect/platform/HttpServerRespondable"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"

@@ -7,7 +7,7 @@
  * malformed state blob) and for assembly errors (`{error, line}`); 400 for an unknown watch
  * name or a state blob the engine refuses.
  */
-import { HttpServerResponse } from "@effect/platform"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { createHash } from "node:crypto"

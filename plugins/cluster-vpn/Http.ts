@@ -15,7 +15,7 @@
  * 503 (a device or worker process that does not answer; no admin token configured).
  */
 import * as crypto from "node:crypto"
-import type { HttpServerRequest } from "@effect/platform"
+import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { HttpError } from "../../core/HttpError.ts"

@@ -2,8 +2,9 @@
  * The gateway's HTTP routes (spec: inference-gateway.md): `/v1/chat/completions`,
  * `/v1/completions`, `/v1/embeddings`, `/v1/models`, `/status`, `/healthz`, plus `/metrics`.
  */
-import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { NodeHttpServerRequest } from "@effect/platform-node"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type { HttpError } from "../../core/HttpError.ts"

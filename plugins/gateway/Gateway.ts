@@ -6,7 +6,8 @@
  * when the engine's generation has *settled* (not merely when the HTTP fiber ends), so an
  * aborted generation never overlaps the next one on the same llama.cpp sequence.
  */
-import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"

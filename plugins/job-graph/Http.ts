@@ -8,7 +8,7 @@
  *   `{yaml}`): 201 created / 200 replaced; 422 `{error, problems}` when the template is invalid;
  *   409 for a built-in name; `DELETE /api/v1/templates/{name}`: 204, 404 unknown, 409 built-in.
  */
-import { HttpServerResponse } from "@effect/platform"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { HttpError } from "../../core/HttpError.ts"

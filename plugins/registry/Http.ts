@@ -13,7 +13,9 @@
  * 401 (one body for every bad token), 403 (another builder's handle, or not claimed), 404, 409
  * (claimed already, taken), 422 (schema, art, not a cartridge), 429 (`Retry-After`), 503 (store).
  */
-import { HttpIncomingMessage, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import * as HttpIncomingMessage from "@effect/platform/HttpIncomingMessage"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as JSONSchema from "effect/JSONSchema"

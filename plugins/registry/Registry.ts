@@ -11,7 +11,7 @@
  * is a hash of the exact body, so `If-None-Match` is answered 304 from the cache without reading
  * anything but the version.
  */
-import { HttpApiSchema } from "@effect/platform"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"

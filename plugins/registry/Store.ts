@@ -10,7 +10,7 @@
  * rendered bodies against it. Counts that limits depend on change inside the write's own
  * statement (`rom_count < max`), so concurrent writers on several instances never overshoot.
  */
-import { HttpApiSchema } from "@effect/platform"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"

@@ -6,7 +6,7 @@
  * Bodies are decoded by their Schemas (422 with every issue); service failures answer with
  * their tagged error's status and JSON (404 unknown, 409 state or name conflict, 503 storage).
  */
-import { HttpServerResponse } from "@effect/platform"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as Route from "../../core/Route.ts"

@@ -6,7 +6,7 @@
  * kernel's `{error, detail}`); a reference naming nothing is 404 on a path and 400 in a query;
  * an unknown block or group filter is 422 (`{error}`).
  */
-import { HttpServerResponse } from "@effect/platform"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { HttpError } from "../../../core/HttpError.ts"

@@ -8,7 +8,7 @@
  * unknown id 404; DELETE of a terminal job 409 with the job.
  */
 import { timingSafeEqual } from "node:crypto"
-import { HttpServerResponse } from "@effect/platform"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import { HttpError } from "../../../core/HttpError.ts"
