@@ -2,7 +2,8 @@
  * Every command's `examples` (from the built oclif manifest, i.e. what `--help` prints), run as
  * written through bash with `platform` being the compiled binary, so the help never shows a
  * command line the CLI refuses. The examples run in a folder holding the files they name, against
- * a real `platform serve` (the addresses 127.0.0.1:9001/9003 they show become its listener, and
+ * a real `platform serve` (the addresses 127.0.0.1:9001/9002/9003 they show become its listener, so
+ * no example reaches a platform that happens to run on this machine, and
  * the sample job id a job it ran; the sources they name are the shipped examples). Each must get
  * past oclif's parsing (no usage error); those of commands that manage a running platform must
  * also reach it and end within 60 s. Commands that run until stopped (serve, worker, an
@@ -61,10 +62,10 @@ afterAll(async () => {
 const runExample = (line: string, limitMs: number): Promise<{ code: number | null; output: string; stopped: boolean }> =>
   new Promise((resolve) => {
     const api = platform.url("jobs")
-    const script = `platform() { "${process.execPath}" "${BIN}" "$@"; }\n${line.replaceAll("http://127.0.0.1:9001", api).replaceAll("http://127.0.0.1:9003", api).replaceAll(SAMPLE_JOB, jobId)}`
+    const script = `platform() { "${process.execPath}" "${BIN}" "$@"; }\n${line.replaceAll("http://127.0.0.1:9001", api).replaceAll("http://127.0.0.1:9002", api).replaceAll("http://127.0.0.1:9003", api).replaceAll(SAMPLE_JOB, jobId)}`
     const child = spawn("bash", ["-c", script], {
       cwd,
-      env: { ...process.env, PLATFORM_API_URL: api, GATEWAY_API_URL: api, GATEWAY_URL: api, PLATFORM_CONFIG: "", PLATFORM_LOG_LEVEL: "error" },
+      env: { ...process.env, PLATFORM_API_URL: api, GATEWAY_API_URL: api, GATEWAY_URL: api, CLUSTER_API_URL: api, PLATFORM_CONFIG: "", PLATFORM_LOG_LEVEL: "error" },
       stdio: ["pipe", "pipe", "pipe"],
       detached: true
     })
