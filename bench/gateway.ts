@@ -42,6 +42,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import { writeTinyGguf } from "../scripts/make-tiny-gguf.ts"
 import { startOpenAIUpstream } from "../test/fixtures/openai-upstream.ts"
+import { gatewayYaml } from "../test/plugins/gateway/http.ts"
 
 const TOKEN = "bench-token-0123456789"
 
@@ -193,17 +194,7 @@ interface ContentionFigures {
 const contention = async (tiny: string, threads: number | undefined, idleMs: number, loadMs: number): Promise<ContentionFigures> => {
   const platform = await startPlatform({
     cwd: ROOT,
-    yaml: `
-log: { level: error }
-listeners:
-  - name: gateway
-    port: 0
-plugins:
-  gateway:
-    token: ${TOKEN}
-    engines:
-      - { id: tiny, kind: llama-cpp, model_path: "${tiny}", ${threads ? `threads: ${threads}, ` : ""}context_size: 1024, batch_size: 256 }
-`
+    yaml: gatewayYaml(TOKEN, [`id: tiny, kind: llama-cpp, model_path: "${tiny}", ${threads ? `threads: ${threads}, ` : ""}context_size: 1024, batch_size: 256`])
   })
   try {
     const base = platform.url("gateway")
@@ -297,19 +288,11 @@ export async function benchGateway(opts: { requests?: number; loadMs?: number } 
   writeTinyGguf(tiny)
   const platform = await startPlatform({
     cwd: ROOT,
-    yaml: `
-log: { level: error }
-listeners:
-  - name: gateway
-    port: 0
-plugins:
-  gateway:
-    token: ${TOKEN}
-    engines:
-      - { id: fast, kind: upstream, url: "${upstream.url}" }
-      - { id: held, kind: upstream, url: "${upstream.url}" }
-      - { id: tiny, kind: llama-cpp, model_path: "${tiny}", threads: 1, context_size: 1024, batch_size: 256 }
-`
+    yaml: gatewayYaml(TOKEN, [
+      `id: fast, kind: upstream, url: "${upstream.url}"`,
+      `id: held, kind: upstream, url: "${upstream.url}"`,
+      `id: tiny, kind: llama-cpp, model_path: "${tiny}", threads: 1, context_size: 1024, batch_size: 256`
+    ])
   })
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
   try {

@@ -117,3 +117,30 @@ export const burst = async (base: string, path: string, token: string, body: unk
     await worker.terminate()
   }
 }
+
+/**
+ * A platform.yaml serving only the gateway on an ephemeral port, with bearer `token` and one
+ * engine per entry of `engines` (each the inside of a YAML flow map: `id: tiny, kind: upstream, ...`).
+ */
+export const gatewayYaml = (token: string, engines: ReadonlyArray<string>): string => `
+log: { level: error }
+listeners:
+  - name: gateway
+    port: 0
+plugins:
+  gateway:
+    token: ${token}
+    engines:
+${engines.map((e) => `      - { ${e} }`).join("\n")}
+`
+
+/** The OpenAI SDK error a call fails with; fails the test when the call succeeds or fails otherwise. */
+export const sdkFailure = async <E extends Error>(call: Promise<unknown>, errorClass: abstract new (...args: never) => E): Promise<E> => {
+  try {
+    await call
+  } catch (e) {
+    if (e instanceof errorClass) return e
+    throw e
+  }
+  throw new Error("expected the call to fail")
+}

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ROOT, startPlatform, type RunningPlatform } from "../../../core/Kernel.ts"
 import { writeTinyGguf } from "../../../scripts/make-tiny-gguf.ts"
 import { startOpenAIUpstream, type OpenAIUpstream } from "../../fixtures/openai-upstream.ts"
-import { openStream, request } from "./http.ts"
+import { gatewayYaml, openStream, request, sdkFailure } from "./http.ts"
 
 process.env.PLATFORM_LOG_LEVEL ??= "error"
 
@@ -33,34 +33,19 @@ let countTokens: (text: string) => number
 let digitTokens: number[]
 let disposeModel: () => Promise<void>
 
-const yaml = (up: string) => `
-log: { level: error }
-listeners:
-  - name: gateway
-    port: 0
-plugins:
-  gateway:
-    token: ${TOKEN}
-    engines:
-      - { id: model-linear, kind: llama-cpp, default: true, model_path: ${modelPath}, threads: 1, context_size: ${CONTEXT}, batch_size: 512, max_tokens: 64 }
-      - { id: model-missing, kind: llama-cpp, model_path: ${path.join(dir, "absent.gguf")} }
-      - { id: upstream, kind: upstream, url: ${up} }
-      - { id: upstream-gone, kind: upstream, url: "http://127.0.0.1:${gonePort}/v1" }
-`
+const yaml = (up: string) =>
+  gatewayYaml(TOKEN, [
+    `id: model-linear, kind: llama-cpp, default: true, model_path: ${modelPath}, threads: 1, context_size: ${CONTEXT}, batch_size: 512, max_tokens: 64`,
+    `id: model-missing, kind: llama-cpp, model_path: ${path.join(dir, "absent.gguf")}`,
+    `id: upstream, kind: upstream, url: ${up}`,
+    `id: upstream-gone, kind: upstream, url: "http://127.0.0.1:${gonePort}/v1"`
+  ])
 
 /** `n` distinct words (`w0 w1 ...`): prompts whose length the tests choose. */
 const words = (n: number) => Array.from({ length: n }, (_, i) => `w${i}`).join(" ")
 
 /** The error an SDK call fails with (the test fails if it succeeds). */
-const failure = async (call: Promise<unknown>): Promise<InstanceType<typeof OpenAI.APIError>> => {
-  try {
-    await call
-  } catch (e) {
-    if (e instanceof OpenAI.APIError) return e
-    throw e
-  }
-  throw new Error("expected the call to fail")
-}
+const failure = (call: Promise<unknown>) => sdkFailure(call, OpenAI.APIError)
 
 const freePort = () =>
   new Promise<number>((resolve) => {

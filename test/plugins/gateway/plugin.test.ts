@@ -10,7 +10,7 @@ import { ConfigErrors } from "../../../core/Config.ts"
 import { ROOT, startPlatform, type RunningPlatform } from "../../../core/Kernel.ts"
 import { writeTinyGguf } from "../../../scripts/make-tiny-gguf.ts"
 import { startOpenAIUpstream, type OpenAIUpstream } from "../../fixtures/openai-upstream.ts"
-import { burst, openStream, request, sseEvents } from "./http.ts"
+import { burst, gatewayYaml, openStream, request, sseEvents } from "./http.ts"
 
 process.env.PLATFORM_LOG_LEVEL ??= "error"
 
@@ -21,22 +21,15 @@ let upstream: OpenAIUpstream
 let platform: RunningPlatform
 let base: string
 
-const yaml = (up: string) => `
-log: { level: error }
-listeners:
-  - name: gateway
-    port: 0
-plugins:
-  gateway:
-    token: ${TOKEN}
-    engines:
-      - { id: model-linear, kind: llama-cpp, streaming: true, default: true, model_path: ${modelPath}, threads: 1, context_size: 2048, batch_size: 128, max_tokens: 64 }
-      - { id: model-linear-gpu, kind: llama-cpp, streaming: false, device: gpu, model_path: ${modelPath} }
-      - { id: model-missing, kind: llama-cpp, model_path: ${path.join(dir, "absent.gguf")} }
-      - { id: upstream, kind: upstream, url: ${up} }
-      - { id: upstream-batch, kind: upstream, streaming: false, url: ${up}, upstream_model: remote-name, api_key: up-key }
-      - { id: upstream-down, kind: upstream, url: "http://127.0.0.1:9/v1" }
-`
+const yaml = (up: string) =>
+  gatewayYaml(TOKEN, [
+    `id: model-linear, kind: llama-cpp, streaming: true, default: true, model_path: ${modelPath}, threads: 1, context_size: 2048, batch_size: 128, max_tokens: 64`,
+    `id: model-linear-gpu, kind: llama-cpp, streaming: false, device: gpu, model_path: ${modelPath}`,
+    `id: model-missing, kind: llama-cpp, model_path: ${path.join(dir, "absent.gguf")}`,
+    `id: upstream, kind: upstream, url: ${up}`,
+    `id: upstream-batch, kind: upstream, streaming: false, url: ${up}, upstream_model: remote-name, api_key: up-key`,
+    `id: upstream-down, kind: upstream, url: "http://127.0.0.1:9/v1"`
+  ])
 
 /** POSTs a chat request; `token: ""` sends none. */
 const chat = (body: Record<string, unknown>, token = TOKEN) =>

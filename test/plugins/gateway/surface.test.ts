@@ -23,7 +23,7 @@ import { refuseFor } from "../../../plugins/gateway/Refusals.ts"
 import { cpuFacts, parseCpuList, threadPolicy } from "../../../plugins/gateway/Threads.ts"
 import { writeTinyGguf } from "../../../scripts/make-tiny-gguf.ts"
 import { startOpenAIUpstream, type OpenAIUpstream } from "../../fixtures/openai-upstream.ts"
-import { openStream, request } from "./http.ts"
+import { gatewayYaml, openStream, request, sdkFailure } from "./http.ts"
 
 process.env.PLATFORM_LOG_LEVEL ??= "error"
 
@@ -40,15 +40,7 @@ let statusAtBoot: boolean
 const hi = [{ role: "user" as const, content: "hello there" }]
 
 /** The error an SDK call fails with (the test fails if it succeeds). */
-const failure = async (call: Promise<unknown>): Promise<InstanceType<typeof OpenAI.APIError>> => {
-  try {
-    await call
-  } catch (e) {
-    if (e instanceof OpenAI.APIError) return e
-    throw e
-  }
-  throw new Error("expected the call to fail")
-}
+const failure = (call: Promise<unknown>) => sdkFailure(call, OpenAI.APIError)
 
 const weather: OpenAI.ChatCompletionTool = {
   type: "function",
@@ -65,18 +57,10 @@ beforeAll(async () => {
   upstream = await startOpenAIUpstream()
   platform = await startPlatform({
     cwd: ROOT,
-    yaml: `
-log: { level: error }
-listeners:
-  - name: gateway
-    port: 0
-plugins:
-  gateway:
-    token: ${TOKEN}
-    engines:
-      - { id: tiny, kind: llama-cpp, default: true, model_path: ${modelPath}, embedding_model_path: ${modelPath}, threads: 1, context_size: 1024, batch_size: 256, max_tokens: 32 }
-      - { id: upstream, kind: upstream, url: ${upstream.url} }
-`
+    yaml: gatewayYaml(TOKEN, [
+      `id: tiny, kind: llama-cpp, default: true, model_path: ${modelPath}, embedding_model_path: ${modelPath}, threads: 1, context_size: 1024, batch_size: 256, max_tokens: 32`,
+      `id: upstream, kind: upstream, url: ${upstream.url}`
+    ])
   })
   base = platform.url("gateway")
   client = new OpenAI({ apiKey: TOKEN, baseURL: `${base}/v1`, maxRetries: 0, timeout: 60_000 })
