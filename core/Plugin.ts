@@ -108,6 +108,9 @@ export const definePlugin = <C, I>(def: {
  * A `setup` that imports the plugin's implementation module (which exports `setup(ctx)`) only when
  * the plugin is set up. Reading a declaration (`platform config validate`, `--help`, `schemas
  * generate`) then loads the config schema and none of the implementation's libraries.
+ *
+ * Bind it outside `export default` (`const setup = lazySetup(...)`): tsc 5.9 leaves the `.ts` of a
+ * dynamic import inside an `export default` expression, and `scripts/build.mjs` refuses that output.
  */
 export const lazySetup = <C>(load: () => Promise<{ readonly setup: PluginDefinition<C>["setup"] }>): PluginDefinition<C>["setup"] =>
   (ctx) => Effect.flatMap(Effect.promise(load), (m) => m.setup(ctx))

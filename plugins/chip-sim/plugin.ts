@@ -39,7 +39,6 @@ export const netlistCandidates = (configDir: string, configured?: string): Array
 /** True when `dir` holds all three netlist files. */
 export const hasNetlist = (dir: string): boolean => NETLIST_FILES.every((f) => fs.existsSync(path.join(dir, f)))
 
-// Bound here, not inside `export default`: tsc (5.9) leaves `.ts` in dynamic imports there.
 const setup = lazySetup(() => import("./Setup.ts"))
 
 export default definePlugin({

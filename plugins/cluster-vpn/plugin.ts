@@ -14,7 +14,6 @@ import { definePlugin, lazySetup } from "../../core/Plugin.ts"
 import { ClusterConfig } from "./Config.ts"
 import { Bank, BankCreate, BankUpdate, Device, PingResult } from "./Model.ts"
 
-// Bound here, not inside `export default`: tsc (5.9) leaves `.ts` in dynamic imports there.
 const setup = lazySetup(() => import("./Setup.ts"))
 
 export default definePlugin({

@@ -5,7 +5,6 @@
 import { definePlugin, lazySetup } from "../../core/Plugin.ts"
 import { GatewayConfig } from "./Config.ts"
 
-// Bound here, not inside `export default`: tsc (5.9) leaves `.ts` in dynamic imports there.
 const setup = lazySetup(() => import("./Setup.ts"))
 
 export default definePlugin({

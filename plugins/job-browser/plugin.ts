@@ -30,7 +30,6 @@ export const BrowserConfig = Schema.Struct({
 }).annotations({ identifier: "JobBrowserConfig" })
 export type BrowserConfig = typeof BrowserConfig.Type
 
-// Bound here, not inside `export default`: tsc (5.9) leaves `.ts` in dynamic imports there.
 const setup = lazySetup(() => import("./Setup.ts"))
 
 export default definePlugin({

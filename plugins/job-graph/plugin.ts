@@ -25,7 +25,6 @@ export const GraphConfig = Schema.Struct({
 }).annotations({ identifier: "JobGraphConfig" })
 export type GraphConfig = typeof GraphConfig.Type
 
-// Bound here, not inside `export default`: tsc (5.9) leaves `.ts` in dynamic imports there.
 const setup = lazySetup(() => import("./Setup.ts"))
 
 export default definePlugin({

@@ -19,7 +19,7 @@ import * as ExtensionPoint from "../../core/ExtensionPoint.ts"
 import type { BootMode } from "../../core/Plugin.ts"
 import { Extensions } from "../../core/Services.ts"
 import { JobTypes } from "./JobType.ts"
-import { GeoRouters, geoRouters } from "./net/GeoRouting.ts"
+import { GeoRouters, geoRouters, routersInOrder } from "./net/GeoRouting.ts"
 import { JobsStorage } from "./Storage.ts"
 import { type FileStore, FilesSettings, makeFileStore, uploadKey } from "./runtime/FileStore.ts"
 import type { JobsRuntime } from "./runtime/Runtime.ts"
@@ -97,8 +97,9 @@ export default definePlugin({
     Effect.gen(function*() {
       const loaded = yield* loadRuntime
       const { routes, Backend, JobsRuntime, startWorkerThread, remoteGeoResolver } = loaded
-      const registry = (yield* Extensions).registry(JobTypes)
-      const routers = (yield* Extensions).registry(GeoRouters)
+      const points = yield* Extensions
+      const registry = points.registry(JobTypes)
+      const routers = points.registry(GeoRouters)
       const files = yield* Effect.try({
         try: () =>
           makeFileStore(ctx.config.files, ctx.dataDir, () => {
@@ -160,7 +161,7 @@ export default definePlugin({
           const l = ctx.listenerInfo(ctx.listener)
           // The thread boots `jobs` and its extenders only: it resolves `geo` through this
           // process's router (its listener), unless the config names one.
-          const geoUrl = [...routers.values()].sort((a, b) => a.id.localeCompare(b.id)).map((r) => r.value.url?.()).find((u) => u !== undefined)
+          const geoUrl = routersInOrder(routers).map((r) => r.url?.()).find((u) => u !== undefined)
           return startWorkerThread(ctx.source, l ? `${l.url}/files` : undefined, geoUrl)
         }).pipe(
           Effect.map((t): WorkerThread | undefined => t),

@@ -16,7 +16,6 @@ import { Comparison, StoreEntityResult } from "./GraphOps.ts"
 export const LlmConfig = Schema.Struct(llmConfigFields).annotations({ identifier: "LlmConfig" })
 export type LlmConfig = typeof LlmConfig.Type
 
-// Bound here, not inside `export default`: tsc (5.9) leaves `.ts` in dynamic imports there.
 const setup = lazySetup(() => import("./Setup.ts"))
 
 export default definePlugin({

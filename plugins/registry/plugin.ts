@@ -12,7 +12,6 @@ import { definePlugin, lazySetup } from "../../core/Plugin.ts"
 import { ArtInput, ClaimRequest, PublishRequest, RegistryIndex, RomEntry, RomList, UpdateRequest } from "./Api.ts"
 import { RegistryConfig } from "./Config.ts"
 
-// Bound here, not inside `export default`: tsc (5.9) leaves `.ts` in dynamic imports there.
 const setup = lazySetup(() => import("./Setup.ts"))
 
 export default definePlugin({

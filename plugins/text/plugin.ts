@@ -21,7 +21,6 @@ export const TextConfig = Schema.Struct({
 }).annotations({ identifier: "TextConfig" })
 export type TextConfig = typeof TextConfig.Type
 
-// Bound here, not inside `export default`: tsc (5.9) leaves `.ts` in dynamic imports there.
 const setup = lazySetup(() => import("./Setup.ts"))
 
 export default definePlugin({

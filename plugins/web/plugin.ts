@@ -26,7 +26,6 @@ export const WebConfig = Schema.Struct({
 }).annotations({ identifier: "WebConfig" })
 export type WebConfig = typeof WebConfig.Type
 
-// Bound here, not inside `export default`: tsc (5.9) leaves `.ts` in dynamic imports there.
 const setup = lazySetup(() => import("./Setup.ts"))
 
 export default definePlugin({

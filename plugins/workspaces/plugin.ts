@@ -16,7 +16,6 @@ export const WorkspacesConfig = Schema.Struct({
 }).annotations({ identifier: "WorkspacesConfig" })
 export type WorkspacesConfig = typeof WorkspacesConfig.Type
 
-// Bound here, not inside `export default`: tsc (5.9) leaves `.ts` in dynamic imports there.
 const setup = lazySetup(() => import("./Setup.ts"))
 
 export default definePlugin({

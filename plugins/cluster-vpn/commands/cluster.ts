@@ -62,7 +62,9 @@ export class ClusterHealth extends PlatformCommand {
     const { flags: f } = await this.parse(ClusterHealth)
     const h = await callApi(this, f, "GET", "/cluster/health")
     this.log(`${h.status}: ${h.driver} driver; devices ${h.devices_online}/${h.devices_total} online; workers ${h.workers_free}/${h.workers_total} free; banks ${h.banks_active} active, ${h.banks_idle} idle; ${h.profiles} profiles over ${h.countries} countries`)
-    if (h.banks.length) this.log(bankRows(h.banks.map((b: Bank) => ({ ...b, name: "", workers: [] }))))
+    if (h.banks.length) {
+      this.log(table(["TAG", "GEO", "STATUS", "ENDPOINT", "UP"], h.banks.map((b: Omit<Bank, "name" | "workers">) => [b.tag, b.geo, b.status, b.endpoint, `${b.health.workers_up}/${b.health.workers_total}`])))
+    }
     return h
   }
 }

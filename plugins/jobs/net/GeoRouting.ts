@@ -14,6 +14,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as ExtensionPoint from "../../../core/ExtensionPoint.ts"
+import type { Registry } from "../../../core/Registry.ts"
 import { Extensions } from "../../../core/Services.ts"
 import { JobFailure } from "../JobType.ts"
 
@@ -112,6 +113,10 @@ export interface GeoRouterContribution {
  */
 export const GeoRouters = ExtensionPoint.make<GeoRouterContribution>({ name: "geoRouters", kind: "geo router", owner: "jobs", idOf: (r) => r.id })
 
+/** The registered routers in the order they are tried: by id (so "cluster-vpn" before "remote"). */
+export const routersInOrder = (registry: Registry<GeoRouterContribution>): ReadonlyArray<GeoRouterContribution> =>
+  [...registry.values()].sort((a, b) => a.id.localeCompare(b.id)).map((e) => e.value)
+
 /** The contributions registering `routers` into `GeoRouters`. */
 export const geoRouters = (...routers: ReadonlyArray<GeoRouterContribution>) => ExtensionPoint.extend(GeoRouters, ...routers)
 
@@ -127,8 +132,7 @@ export const pluggedGeoResolver: Effect.Effect<GeoResolver, never, Extensions> =
   const registry = (yield* Extensions).registry(GeoRouters)
   return {
     resolve: (geo, signal) => {
-      const first = [...registry.values()].sort((a, b) => a.id.localeCompare(b.id))[0]
-      return (first?.value.resolver ?? directOnly).resolve(geo, signal)
+      return (routersInOrder(registry)[0]?.resolver ?? directOnly).resolve(geo, signal)
     }
   }
 })
