@@ -16,7 +16,9 @@ import { EmbeddedQueue, type JobQueue } from "./Queue.ts"
 import { RedisQueue } from "./RedisQueue.ts"
 import { RedisJobStore } from "./RedisJobStore.ts"
 import type { JobsSettings } from "./Settings.ts"
-import { formatIssues, issueList, type JobTypeLookup, JobWorker, lostAttempt, queueTimedOut } from "./Worker.ts"
+import { formatIssues, issueList } from "./Classify.ts"
+import { lostAttempt, queueTimedOut } from "./Transitions.ts"
+import { type JobTypeLookup, JobWorker } from "./Worker.ts"
 
 /** How long a runnable QUEUED record may lack a queue entry before the sweeper re-enqueues it (ms). */
 export const ORPHAN_GRACE_MS = 2_000

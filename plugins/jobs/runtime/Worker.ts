@@ -14,122 +14,19 @@ import * as fsp from "node:fs/promises"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as Schema from "effect/Schema"
-import { issuesOf } from "../../../core/Issues.ts"
-import { type JobContext, JobFailure, type JobErrorKind, type JobType } from "../JobType.ts"
+import { type JobContext, JobFailure, type JobType } from "../JobType.ts"
+import { type AbortReason, Aborter, Claim, ClaimLost, WorkerShutdown } from "./Attempt.ts"
+import { classify, formatIssues } from "./Classify.ts"
 import type { FileStore } from "./FileStore.ts"
 import { backoffSeconds, type Job, nowIso, secondsBetween, shouldRetry } from "./Job.ts"
 import type { JobStore } from "./JobStore.ts"
 import { scheduledMs } from "./JobStore.ts"
 import type { JobQueue } from "./Queue.ts"
 import type { Limits } from "./Settings.ts"
+import { lostAttempt, queueTimedOut } from "./Transitions.ts"
 
 /** Finds a job type by id at delivery time (plugins register theirs after the runtime is built). */
 export type JobTypeLookup = (id: string) => JobType | undefined
-
-/** Abort reason of an attempt interrupted because its worker process is stopping. */
-export class WorkerShutdown extends Schema.TaggedError<WorkerShutdown>()("WorkerShutdown", {}) {
-  override get message(): string {
-    return "worker shutting down"
-  }
-}
-
-/** Abort reason of an attempt whose deferred claim did not take (cancelled or timed out while QUEUED). */
-export class ClaimLost extends Schema.TaggedError<ClaimLost>()("ClaimLost", {}) {
-  override get message(): string {
-    return "job was cancelled or timed out before its claim was recorded"
-  }
-}
-
-/**
- * A claim (QUEUED -> PROCESSING record) and its write. A deferred claim is written on the next turn
- * of the event loop unless `fold` takes it over first (the caller then writes the outcome over
- * `prev` itself); `write` forces it out. `onLost` runs when the write does not take.
- */
-class Claim {
-  private written: Promise<boolean> | undefined
-  private immediate: NodeJS.Immediate | undefined
-
-  constructor(
-    private readonly replace: ((prev: Job, next: Job) => Promise<boolean>) | undefined,
-    /** The record the claim is written over (the delivery's snapshot). */
-    readonly prev: Job,
-    /** The PROCESSING record. */
-    readonly job: Job,
-    private readonly onLost: () => void
-  ) {
-    if (replace) this.immediate = setImmediate(() => void this.write().catch(() => {}))
-  }
-
-  /** A claim already recorded. */
-  static written(job: Job): Claim {
-    const c = new Claim(undefined, job, job, () => {})
-    c.written = Promise.resolve(true)
-    return c
-  }
-
-  /** Writes the claim if it is not written yet; resolves whether the stored record is the claim. */
-  write(): Promise<boolean> {
-    if (!this.written) {
-      clearImmediate(this.immediate)
-      this.written = this.replace!(this.prev, this.job).then((ok) => {
-        if (!ok) this.onLost()
-        return ok
-      })
-    }
-    return this.written
-  }
-
-  /** True when the claim was not written yet: it never will be, the caller's write replaces it. */
-  fold(): boolean {
-    if (this.written) return false
-    clearImmediate(this.immediate)
-    this.written = Promise.resolve(true)
-    return true
-  }
-}
-
-/**
- * Why a running attempt's signal was aborted: a `JobFailure` of kind CANCELLED (DELETE) or
- * TIMEOUT (WORKER_TIMEOUT), or `WorkerShutdown`. Errors, so fetches rejecting with the reason
- * still throw an Error.
- */
-export type AbortReason = JobFailure | WorkerShutdown | ClaimLost
-
-const NETWORK_CODES = new Set([
-  "ECONNREFUSED", "ECONNRESET", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "EPIPE", "EHOSTUNREACH", "ENETUNREACH",
-  "UND_ERR_CONNECT_TIMEOUT", "UND_ERR_SOCKET", "UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"
-])
-
-/**
- * Maps anything a handler threw to a failure kind and message: `JobFailure` keeps its kind;
- * abort/timeout errors are TIMEOUT; socket and DNS errors (also as the `cause` of a failed
- * `fetch`) are NETWORK_ERROR; the rest is INTERNAL_ERROR.
- */
-export const classify = (e: unknown): { kind: JobErrorKind; message: string; retryable?: boolean; details?: Record<string, unknown> } => {
-  if (e instanceof JobFailure) {
-    return { kind: e.kind, message: e.message, ...(e.retryable !== undefined ? { retryable: e.retryable } : {}), ...(e.details !== undefined ? { details: e.details } : {}) }
-  }
-  const err = e as { name?: string; message?: string; code?: string; cause?: { code?: string; message?: string } }
-  const message = err?.message ?? String(e)
-  if (err?.name === "TimeoutError" || err?.name === "AbortError") return { kind: "TIMEOUT", message }
-  const code = err?.code ?? err?.cause?.code
-  if (code && NETWORK_CODES.has(code)) return { kind: "NETWORK_ERROR", message: err.cause?.message ? `${message}: ${err.cause.message}` : message }
-  return { kind: "INTERNAL_ERROR", message }
-}
-
-/**
- * Formats Schema parse issues as `field.path: message; ...` (VALIDATION_ERROR messages); paths
- * start with `prefix` when given; an issue about the whole value is named `prefix` or `(body)`.
- */
-export const formatIssues = (error: import("effect/ParseResult").ParseError, prefix?: string): string =>
-  issueList(error, prefix).map((i) => `${i.path}: ${i.message}`).join("; ")
-
-/** The issues of a decoding error as `{path, message}` (path dotted; `(body)` for the root). */
-export const issueList = (error: import("effect/ParseResult").ParseError, prefix?: string): Array<{ path: string; message: string }> =>
-  issuesOf(error).map((i) => {
-    const p = [...(prefix ? [prefix] : []), ...i.path.map(String)]
-    return { path: p.length > 0 ? p.join(".") : "(body)", message: i.message }
-  })
 
 /** Runs delivered jobs; one per process. */
 export class JobWorker {
@@ -366,74 +263,5 @@ export class JobWorker {
     }, known)
     // Embedded: the next start re-enqueues it from the store. Redis: hand it to another worker now.
     if (r?.changed) await this.queue.enqueue(r.job, 0).catch(() => {})
-  }
-}
-
-/**
- * A PROCESSING record whose worker is gone: back to QUEUED with the attempt counted, or FAILED
- * (INTERNAL_ERROR) once the attempts are used up, so a job that kills its worker cannot loop.
- */
-export const lostAttempt = (job: Job, now: number = Date.now()): Job => {
-  const at = nowIso(now)
-  const error = `INTERNAL_ERROR: worker ${job.worker ?? "?"} lost during attempt ${job.attempts}`
-  const history = [...job.history, { status: "FAILED" as const, timestamp: at, error, attempt: job.attempts }]
-  if (job.attempts > job.retry_policy.max_retries) {
-    return { ...job, status: "FAILED", failed_at: at, error, error_kind: "INTERNAL_ERROR", worker: undefined, history, duration_seconds: secondsBetween(job.started_at ?? at, at) }
-  }
-  return { ...job, status: "QUEUED", worker: undefined, scheduled_at: at, history: [...history, { status: "QUEUED", timestamp: at, attempt: job.attempts }] }
-}
-
-/** A QUEUED record that waited longer than QUEUE_TIMEOUT: FAILED with kind TIMEOUT (not retried: it would only wait again). */
-export const queueTimedOut = (job: Job, at: string, queueTimeoutS: number): Job => {
-  const error = `TIMEOUT: waited in queue longer than QUEUE_TIMEOUT of ${queueTimeoutS} s`
-  return {
-    ...job,
-    status: "FAILED",
-    failed_at: at,
-    error,
-    error_kind: "TIMEOUT",
-    scheduled_at: undefined,
-    history: [...job.history, { status: "FAILED", timestamp: at, error }]
-  }
-}
-
-/**
- * The abort side of one attempt. Its `AbortSignal` is made on first use: most handlers never read
- * `ctx.signal`, and an AbortController with its listeners costs more than a trivial job itself.
- * `race` settles with the handler's promise or rejects with the reason as soon as `abort` runs.
- */
-class Aborter {
-  /** The reason given to `abort`; undefined while not aborted. */
-  reason: AbortReason | undefined
-  private controller: AbortController | undefined
-  private onAbort: ((reason: AbortReason) => void) | undefined
-
-  get signal(): AbortSignal {
-    if (!this.controller) {
-      this.controller = new AbortController()
-      if (this.reason) this.controller.abort(this.reason)
-    }
-    return this.controller.signal
-  }
-
-  /** Aborts once; later calls are ignored. */
-  abort(reason: AbortReason): void {
-    if (this.reason) return
-    this.reason = reason
-    this.controller?.abort(reason)
-    this.onAbort?.(reason)
-  }
-
-  /** Resolves/rejects with `p`, or rejects with the abort reason as soon as there is one. */
-  race<A>(p: Promise<A>): Promise<A> {
-    if (this.reason) {
-      // The handler was already started; its own rejection must not go unhandled.
-      p.catch(() => {})
-      return Promise.reject(this.reason)
-    }
-    return new Promise<A>((resolve, reject) => {
-      this.onAbort = reject
-      p.then(resolve, reject)
-    })
   }
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest"
 import { backoffSeconds, newJobId, shouldRetry } from "../../../../plugins/jobs/runtime/Job.ts"
-import { classify } from "../../../../plugins/jobs/runtime/Worker.ts"
+import { classify } from "../../../../plugins/jobs/runtime/Classify.ts"
 import { JobFailure } from "../../../../plugins/jobs/Contract.ts"
 
 const policy = { max_retries: 3, retry_on: ["TIMEOUT", "NETWORK_ERROR"] as const, no_retry_on: ["VALIDATION_ERROR"] as const }

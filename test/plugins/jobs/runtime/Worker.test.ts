@@ -6,7 +6,8 @@ import { type Job, nowIso } from "../../../../plugins/jobs/runtime/Job.ts"
 import type { JobQueue } from "../../../../plugins/jobs/runtime/Queue.ts"
 import { RedisJobStore } from "../../../../plugins/jobs/runtime/RedisJobStore.ts"
 import { decodeSettings } from "../../../../plugins/jobs/runtime/Settings.ts"
-import { ClaimLost, JobWorker } from "../../../../plugins/jobs/runtime/Worker.ts"
+import { ClaimLost } from "../../../../plugins/jobs/runtime/Attempt.ts"
+import { JobWorker } from "../../../../plugins/jobs/runtime/Worker.ts"
 import { startRedis } from "../support.ts"
 
 const queued = (id: string): Job => {
