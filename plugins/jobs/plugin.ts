@@ -22,7 +22,7 @@ import { JobTypes } from "./JobType.ts"
 import { GeoRouters, geoRouters, routersInOrder } from "./net/GeoRouting.ts"
 import { JobsStorage } from "./Storage.ts"
 import { type FileStore, FilesSettings, makeFileStore, uploadKey } from "./runtime/FileStore.ts"
-import type { JobsRuntime } from "./runtime/Runtime.ts"
+import type { JobsRuntimeShape } from "./runtime/Runtime.ts"
 import { JobsSettings } from "./runtime/Settings.ts"
 import type { WorkerThread } from "./runtime/WorkerThread.ts"
 
@@ -31,16 +31,15 @@ import type { WorkerThread } from "./runtime/WorkerThread.ts"
  * rather than when it is declared: `platform config validate` and `--help` read this file only.
  */
 const loadRuntime = Effect.promise(async () => {
-  const [Bucket, Locks, Http, Backend, Runtime, Thread, RemoteGeo] = await Promise.all([
+  const [Bucket, Locks, Http, Runtime, Thread, RemoteGeo] = await Promise.all([
     import("./runtime/Bucket.ts"),
     import("./runtime/Locks.ts"),
     import("./runtime/Http.ts"),
-    import("./runtime/Backend.ts"),
     import("./runtime/Runtime.ts"),
     import("./runtime/WorkerThread.ts"),
     import("./net/RemoteGeo.ts")
   ])
-  return { ...Bucket, ...Locks, ...Http, Backend, ...Runtime, ...Thread, ...RemoteGeo }
+  return { ...Bucket, ...Locks, ...Http, Runtime, ...Thread, ...RemoteGeo }
 })
 type Loaded = Effect.Effect.Success<typeof loadRuntime>
 
@@ -96,7 +95,7 @@ export default definePlugin({
   setup: (ctx) =>
     Effect.gen(function*() {
       const loaded = yield* loadRuntime
-      const { routes, Backend, JobsRuntime, startWorkerThread, remoteGeoResolver } = loaded
+      const { routes, Runtime, startWorkerThread, remoteGeoResolver } = loaded
       const points = yield* Extensions
       const registry = points.registry(JobTypes)
       const routers = points.registry(GeoRouters)
@@ -127,35 +126,26 @@ export default definePlugin({
         // Inspection must not take the store's lock from a running `platform serve`: declare the
         // routes over a runtime that is never opened (no listener serves them in this mode).
         return {
-          routes: routes(undefined as unknown as JobsRuntime, files, { maxUploadBytes: ctx.config.files.max_upload_bytes, heartbeatMs: ctx.config.events_heartbeat_s * 1000 }),
+          routes: routes(undefined as unknown as JobsRuntimeShape, files, { maxUploadBytes: ctx.config.files.max_upload_bytes, heartbeatMs: ctx.config.events_heartbeat_s * 1000 }),
           extensions,
           status: () => ({ backend: ctx.config.backend, workers: ctx.config.workers, job_types: registry.ids() })
         }
       }
-      const backend = yield* Layer.build(Backend.layer(ctx.config, path.join(ctx.dataDir, "store"))).pipe(
-        Effect.map((services) => ({ store: Context.get(services, Backend.JobStore), queue: Context.get(services, Backend.JobQueue) })),
-        Effect.mapError((e) => new PluginBootError({ reason: `jobs store (${ctx.config.backend}): ${e.message}` }))
-      )
-      const rt = yield* Effect.acquireRelease(
-        Effect.tryPromise({
-          try: () =>
-            JobsRuntime.open({
-              settings: ctx.config,
-              backend,
-              dataDir: path.join(ctx.dataDir, "store"),
-              lookup: (id) => registry.get(id),
-              files,
-              // Workers start in `start`, once every plugin has registered its job types.
-              startWorkers: false
-            }),
-          catch: (e) => new PluginBootError({ reason: `jobs store (${ctx.config.backend}): ${(e as Error).message}` })
-        }),
-        (rt) => Effect.promise(() => rt.close())
+      const rt = yield* Layer.build(Runtime.layerBackend({
+        settings: ctx.config,
+        dataDir: path.join(ctx.dataDir, "store"),
+        lookup: (id) => registry.get(id),
+        files
+        // Workers start in `start`, once every plugin has registered its job types.
+      })).pipe(
+        Effect.map(Context.get(Runtime.JobsRuntime)),
+        Effect.mapError((e) => new PluginBootError({ reason: `jobs store (${ctx.config.backend}): ${e.message.replace(/^jobs store unavailable: /, "")}` }))
       )
       const key = uploadKey(ctx.config.files)
       // `platform serve` with redis: workers in a thread of their own (see runtime/WorkerThread.ts).
       let inThread = ctx.config.backend === "redis" && ctx.config.workers && ctx.config.worker_thread
-      const startHere = Effect.promise(() => rt.startWorkers())
+      // A store failing as the workers start is as fatal as before: a defect of `start`.
+      const startHere = Effect.orDie(rt.startWorkers)
       const startInThread = Effect.acquireRelease(
         Effect.tryPromise(() => {
           const l = ctx.listenerInfo(ctx.listener)

@@ -16,7 +16,7 @@ import * as Route from "../../../core/Route.ts"
 import { decodeCursor, encodeCursor, JobPage, ListJobsQuery, MAX_PAGE_BYTES, StoredFileBody } from "./Api.ts"
 import type { FileStore } from "./FileStore.ts"
 import { isTerminal, Job, type JobStatus } from "./Job.ts"
-import { type JobsRuntime, STATUSES } from "./Runtime.ts"
+import { type JobsRuntimeShape, type JobStoreUnavailable, STATUSES } from "./Runtime.ts"
 
 /** Options of the HTTP layer. */
 export interface HttpOptions {
@@ -33,6 +33,10 @@ export interface HttpOptions {
 const promise = <A>(f: () => Promise<A>): Effect.Effect<A, HttpError> =>
   Effect.tryPromise({ try: f, catch: (e) => HttpError.of(503, `jobs store unavailable: ${(e as Error)?.message ?? e}`) })
 
+/** A runtime failure as the API's `{error}` body with its 503. */
+const unavailable = <A>(e: Effect.Effect<A, JobStoreUnavailable>): Effect.Effect<A, HttpError> =>
+  Effect.mapError(e, (u) => HttpError.of(503, u.message))
+
 
 const JobResponses = {
   200: { description: "The job", schema: Job },
@@ -46,8 +50,8 @@ const enc = new TextEncoder()
  * FAILED (VALIDATION_ERROR), 404 for an unknown type (nothing recorded). Rejects when the store
  * is unavailable.
  */
-const submitOutcome = async (rt: JobsRuntime, type: string, body: unknown): Promise<{ status: number; body: unknown }> => {
-  const r = await rt.submit(type, body)
+const submitOutcome = async (rt: JobsRuntimeShape, type: string, body: unknown): Promise<{ status: number; body: unknown }> => {
+  const r = await Effect.runPromise(rt.submit(type, body))
   if (r._tag === "UnknownType") return { status: 404, body: { error: `unknown job type "${r.type}"` } }
   return { status: r._tag === "Accepted" ? 202 : 422, body: r.job }
 }
@@ -56,7 +60,7 @@ const submitOutcome = async (rt: JobsRuntime, type: string, body: unknown): Prom
  * The routes: `POST/GET/DELETE /api/v1/jobs...`, `GET /api/v1/jobs/:job_id/events` (SSE) and,
  * for the file store, `GET /files/:id/:name` and `PUT /files/:name`.
  */
-export const routes = (rt: JobsRuntime, files: FileStore, opts: HttpOptions = {}): ReadonlyArray<Route.Route> => [
+export const routes = (rt: JobsRuntimeShape, files: FileStore, opts: HttpOptions = {}): ReadonlyArray<Route.Route> => [
   Route.make({
     method: "POST",
     path: "/api/v1/jobs/:type",
@@ -103,7 +107,7 @@ export const routes = (rt: JobsRuntime, files: FileStore, opts: HttpOptions = {}
         const offset = query.offset ?? 0
         const created_after = yield* time("created_after", query.created_after)
         const created_before = yield* time("created_before", query.created_before)
-        const page = yield* promise(() => rt.list({
+        const page = yield* unavailable(rt.list({
           ...(status ? { status: status as Array<JobStatus> } : {}),
           ...(query.job_type ? { job_type: query.job_type.split(",").map((s) => s.trim()).filter(Boolean) } : {}),
           ...(after ? { after } : {}),
@@ -141,7 +145,7 @@ export const routes = (rt: JobsRuntime, files: FileStore, opts: HttpOptions = {}
     responses: JobResponses,
     handler: ({ params }) =>
       Effect.gen(function*() {
-        const job = yield* promise(() => rt.get(params.job_id!))
+        const job = yield* unavailable(rt.get(params.job_id!))
         if (!job) return yield* Effect.fail(HttpError.of(404, `job ${params.job_id} not found`))
         return job
       })
@@ -155,7 +159,7 @@ export const routes = (rt: JobsRuntime, files: FileStore, opts: HttpOptions = {}
     responses: { ...JobResponses, 409: { description: "Job already ended", schema: Job } },
     handler: ({ params }) =>
       Effect.gen(function*() {
-        const r = yield* promise(() => rt.cancel(params.job_id!))
+        const r = yield* unavailable(rt.cancel(params.job_id!))
         if (r._tag === "NotFound") return yield* Effect.fail(HttpError.of(404, `job ${params.job_id} not found`))
         return r._tag === "Cancelled" ? r.job : Route.reply(409, r.job)
       })
@@ -170,7 +174,7 @@ export const routes = (rt: JobsRuntime, files: FileStore, opts: HttpOptions = {}
     handler: ({ params }) =>
       Effect.gen(function*() {
         const id = params.job_id!
-        const exists = yield* promise(() => rt.get(id))
+        const exists = yield* unavailable(rt.get(id))
         if (!exists) return yield* Effect.fail(HttpError.of(404, `job ${id} not found`))
         return HttpServerResponse.stream(eventStream(rt, id, opts), {
           contentType: "text/event-stream",
@@ -239,7 +243,7 @@ const safeEqual = (a: string, b: string): boolean => {
  * terminal, `: keep-alive` comments. Changes come from the store's notifications; a periodic
  * re-read covers notifications lost while a Redis subscriber reconnects.
  */
-export const eventStream = (rt: JobsRuntime, id: string, opts: HttpOptions = {}): Stream.Stream<Uint8Array> =>
+export const eventStream = (rt: JobsRuntimeShape, id: string, opts: HttpOptions = {}): Stream.Stream<Uint8Array> =>
   Stream.asyncPush<Uint8Array>((emit) =>
     Effect.acquireRelease(
       Effect.promise(async () => {
@@ -260,11 +264,11 @@ export const eventStream = (rt: JobsRuntime, id: string, opts: HttpOptions = {})
             emit.end()
           }
         }
-        const unsubscribe = await rt.watch(id, send)
+        const unsubscribe = await Effect.runPromise(rt.watch(id, send)).catch(() => undefined)
         if (!unsubscribe) emit.end()
         const heartbeat = setInterval(() => emit.single(enc.encode(": keep-alive\n\n")), opts.heartbeatMs ?? 15_000)
         const poll = setInterval(() => {
-          rt.get(id).then((j) => (j ? send(j) : emit.end()), () => {})
+          Effect.runPromise(rt.get(id)).then((j) => (j ? send(j) : emit.end()), () => {})
         }, opts.pollMs ?? 5_000)
         return () => {
           clearInterval(heartbeat)

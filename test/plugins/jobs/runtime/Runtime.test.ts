@@ -3,13 +3,15 @@
  * between writing it and enqueueing it is found by the sweeper and run.
  */
 import * as path from "node:path"
+import * as Effect from "effect/Effect"
+import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Schema from "effect/Schema"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { JobType } from "../../../../plugins/jobs/Contract.ts"
 import { LocalFileStore } from "../../../../plugins/jobs/runtime/FileStore.ts"
 import { type Job, newJobId, nowIso } from "../../../../plugins/jobs/runtime/Job.ts"
 import { RedisJobStore } from "../../../../plugins/jobs/runtime/RedisJobStore.ts"
-import { JobsRuntime } from "../../../../plugins/jobs/runtime/Runtime.ts"
+import { JobsRuntime, layerBackend } from "../../../../plugins/jobs/runtime/Runtime.ts"
 import { decodeSettings } from "../../../../plugins/jobs/runtime/Settings.ts"
 import { startRedis, tempDir, type TestRedis } from "../support.ts"
 
@@ -32,12 +34,18 @@ afterAll(async () => {
 describe("JobsRuntime (redis)", () => {
   it("submits and runs a job; re-enqueues a QUEUED record that never reached the queue", async () => {
     const dir = tempDir()
-    const rt = await JobsRuntime.open({
+    const managed = ManagedRuntime.make(layerBackend({
       settings: decodeSettings({ backend: "redis", redis: { url: redis.url, prefix: "orphan" }, limits: { sweep_interval_s: 0.2 } }),
       dataDir: dir,
       lookup: (id) => (id === "double" ? double : undefined),
-      files: new LocalFileStore(path.join(dir, "files"), () => "http://127.0.0.1:1/files")
-    })
+      files: new LocalFileStore(path.join(dir, "files"), () => "http://127.0.0.1:1/files"),
+      startWorkers: true
+    }))
+    const runtime = await managed.runPromise(JobsRuntime)
+    const rt = {
+      get: (id: string) => Effect.runPromise(runtime.get(id)),
+      submit: (type: string, body: unknown) => Effect.runPromise(runtime.submit(type, body))
+    }
     const waitDone = async (id: string): Promise<Job> => {
       for (let i = 0; i < 200; i++) {
         const j = await rt.get(id)
@@ -76,7 +84,7 @@ describe("JobsRuntime (redis)", () => {
       expect(j).toMatchObject({ status: "COMPLETED", attempts: 1, result: { n: 10 } })
       expect(Date.now() - t0).toBeGreaterThanOrEqual(1500) // only after the orphan grace
     } finally {
-      await rt.close()
+      await managed.dispose()
     }
   })
 })
