@@ -22,14 +22,21 @@
  * process where there is one, and the redis-server, which the machine's other load does not
  * inflate, with the redis-server's share as `*redis_server_cpu_ms_per_job`. `JOBS_BENCH_N` sets the job count (default 3000),
  * `JOBS_BENCH_CONCURRENCY` the worker concurrency (default 4, the spec's WORKER_CONCURRENCY).
+ * `sends_per_1000_submits_*`: how many sends 1000 independent submissions in one turn cost through
+ * our `TurnBatch` and through Effect's `RequestResolver` (see `coalescing`).
  */
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Worker as Thread } from "node:worker_threads"
 import { Worker } from "bullmq"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Request from "effect/Request"
+import * as RequestResolver from "effect/RequestResolver"
 import { Redis } from "ioredis"
 import { ROOT, startPlatform } from "../core/Kernel.ts"
+import { TurnBatch } from "../plugins/jobs/runtime/TurnBatch.ts"
 import { platformYaml, startRedis, tempDir } from "../test/plugins/jobs/support.ts"
 
 const N = Number(process.env.JOBS_BENCH_N ?? 3000)
@@ -277,6 +284,37 @@ const rawBullmq = async (redisUrl: string): Promise<Rate> => {
   }
 }
 
+/**
+ * Why the redis backend batches with its own `TurnBatch` rather than Effect's `RequestResolver`:
+ * `SUBMITS` submissions arriving as independent requests (each its own fiber or `runPromise`, as
+ * HTTP handlers are) in one turn of the event loop, counted as the sends each batcher makes.
+ * `RequestResolver.makeBatched` batches only the requests of one fiber's `Effect.all`/`forEach`
+ * with batching, so independent handlers each make their own send; `TurnBatch` coalesces the turn.
+ */
+export const coalescing = async (): Promise<{ turnBatch: number; requestResolver: number; requestResolverForked: number }> => {
+  const SUBMITS = 1000
+  let sends = 0
+  const Submit = Request.tagged<Request.Request<number> & { readonly _tag: "Submit"; readonly n: number }>("Submit")
+  const resolver = RequestResolver.makeBatched((reqs: ReadonlyArray<ReturnType<typeof Submit>>) => {
+    sends++
+    return Effect.forEach(reqs, (r) => Request.succeed(r, r.n), { discard: true })
+  })
+  await Promise.all(Array.from({ length: SUBMITS }, (_, n) => Effect.runPromise(Effect.request(Submit({ n }), resolver))))
+  const requestResolver = sends
+  sends = 0
+  await Effect.runPromise(Effect.forEach(Array.from({ length: SUBMITS }, (_, n) => n), (n) => Effect.fork(Effect.request(Submit({ n }), resolver))).pipe(
+    Effect.flatMap(Fiber.joinAll)
+  ))
+  const requestResolverForked = sends
+  sends = 0
+  const batch = new TurnBatch<number, number>(SUBMITS, async (items) => {
+    sends++
+    return items
+  })
+  await Promise.all(Array.from({ length: SUBMITS }, (_, n) => batch.push(n)))
+  return { turnBatch: sends, requestResolver, requestResolverForked }
+}
+
 /** Runs the three measurements; prints and returns the figures (jobs/s, rounded). */
 export async function benchJobs(): Promise<Record<string, number>> {
   const redis = await startRedis()
@@ -298,6 +336,7 @@ export async function benchJobs(): Promise<Record<string, number>> {
       if (!ONLY_REDIS) apiThread = best(apiThread, await platformRun("redis", redis.url, false, false))
     }
     const ms = (x: number) => Math.round(x * 1000) / 1000
+    const coalesced = await coalescing()
     const figures = {
       jobs: N,
       worker_concurrency: CONCURRENCY,
@@ -317,7 +356,10 @@ export async function benchJobs(): Promise<Record<string, number>> {
       raw_bullmq_cpu_ms_per_job: ms(raw.cpuMs),
       redis_separate_worker_cpu_ms_per_job: ms(separate.cpuMs),
       redis_server_cpu_ms_per_job: ms(viaRedis.redisCpuMs),
-      raw_bullmq_redis_server_cpu_ms_per_job: ms(raw.redisCpuMs)
+      raw_bullmq_redis_server_cpu_ms_per_job: ms(raw.redisCpuMs),
+      sends_per_1000_submits_turn_batch: coalesced.turnBatch,
+      sends_per_1000_submits_request_resolver: coalesced.requestResolver,
+      sends_per_1000_submits_request_resolver_forked: coalesced.requestResolverForked
     }
     console.log(figures)
     return figures

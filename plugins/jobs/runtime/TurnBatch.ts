@@ -4,6 +4,11 @@
  * `flush`. The redis backend uses it for record writes (one script call for a turn's writes) and
  * for enqueues (one BullMQ job for a turn's submissions): a burst of requests handled in one turn
  * then costs one Redis command instead of one each.
+ *
+ * Not Effect's `RequestResolver`: it batches the requests of one fiber's `Effect.all`/`forEach`
+ * with batching, while submissions arrive as independent HTTP handlers. `npm run bench -- jobs`
+ * counts it: 1000 independent submissions in one turn make 1000 sends through a batched
+ * resolver (as `runPromise` calls or as forked fibers) and 1 through this.
  */
 
 /** A batch of items waiting for the end of the turn, with the settlers of their `push` promises. */
