@@ -7,12 +7,33 @@
  * on 429. Every failure leaves as a `JobFailure` whose kind follows `Failure.ts`, so the jobs
  * runtime retries transient failures (`NETWORK_ERROR`, `TIMEOUT`) and not permanent ones.
  */
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import { JobFailure } from "../JobType.ts"
 import { configOption } from "../../../core/Plugin.ts"
-import { DeadlineExceeded, statusFailure, transportFailure } from "./Failure.ts"
+import { abortFailure, DeadlineExceeded, statusFailure, transportFailure } from "./Failure.ts"
 import { directOnly, type GeoResolver, type Route } from "./GeoRouting.ts"
-import { type RateLimiter, sleep } from "./RateLimiter.ts"
+import type { RateLimiter } from "./RateLimiter.ts"
+
+/** What a 429 asked for: its `Retry-After` in ms, if it sent one. */
+export interface RetryAfter {
+  readonly asked: number | undefined
+}
+
+/**
+ * The 429 backoff as a Schedule over each 429's `RetryAfter`: waits `backoffBaseMs`, doubling per
+ * retry and capped at `backoffMaxMs`, or what the server asked; stops after `max429Retries`
+ * retries, or at once when the server asks for more than `backoffMaxMs`.
+ */
+export const backoff429 = (o: { readonly backoffBaseMs: number; readonly backoffMaxMs: number; readonly max429Retries: number }): Schedule.Schedule<unknown, RetryAfter> =>
+  Schedule.exponential(Duration.millis(o.backoffBaseMs), 2).pipe(
+    Schedule.intersect(Schedule.recurs(o.max429Retries)),
+    Schedule.zipRight(Schedule.identity<RetryAfter>()),
+    Schedule.modifyDelay((last, computed) => last.asked ?? Duration.min(computed, Duration.millis(o.backoffMaxMs))),
+    Schedule.whileInput((r: RetryAfter) => r.asked === undefined || r.asked <= o.backoffMaxMs)
+  )
 
 /** Defaults of a `Fetcher`; every field can be overridden per request. */
 export interface FetcherOptions {
@@ -135,17 +156,22 @@ export class Fetcher {
       }
       dispatcher = route.dispatcher
     }
+    let backoff: Schedule.ScheduleDriver<unknown, RetryAfter> | undefined
     for (let attempt = 1; ; attempt++) {
       if (req.limiter) await req.limiter.acquire(req.signal)
       const res = await this.once(req, what, dispatcher, attempt)
       if (res.status === 429 && !accept(429)) {
         const asked = retryAfterMs(res.headers.get("retry-after"))
-        const wait = asked ?? Math.min(o.backoffMaxMs, o.backoffBaseMs * 2 ** (attempt - 1))
-        if (attempt > max429 || wait > o.backoffMaxMs) {
-          const why = attempt > max429 ? `rate limited after ${attempt} attempts` : `server asks to wait ${Math.round(wait / 1000)} s`
+        backoff ??= Effect.runSync(Schedule.driver(backoff429({ ...o, max429Retries: max429 })))
+        // The schedule sleeps the wait; it ends when the retries are spent or the server asks
+        // for more than backoffMaxMs.
+        const waited = await Effect.runPromise(Effect.either(backoff.next({ asked })), req.signal ? { signal: req.signal } : undefined).catch((e) => {
+          throw req.signal?.aborted ? abortFailure(req.signal) : e
+        })
+        if (waited._tag === "Left") {
+          const why = attempt > max429 ? `rate limited after ${attempt} attempts` : `server asks to wait ${Math.round((asked ?? 0) / 1000)} s`
           throw statusFailure(429, what, why)
         }
-        await sleep(wait, req.signal)
         continue
       }
       if (!accept(res.status)) throw statusFailure(res.status, what)

@@ -1,6 +1,9 @@
+import * as Effect from "effect/Effect"
+import * as ScheduleDecision from "effect/ScheduleDecision"
+import * as ScheduleIntervals from "effect/ScheduleIntervals"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { JobFailure } from "../../../../plugins/jobs/Contract.ts"
-import { Fetcher, retryAfterMs } from "../../../../plugins/jobs/net/Fetcher.ts"
+import { backoff429, Fetcher, retryAfterMs } from "../../../../plugins/jobs/net/Fetcher.ts"
 import { directOnly, parseGeo } from "../../../../plugins/jobs/net/GeoRouting.ts"
 import { RateLimiter } from "../../../../plugins/jobs/net/RateLimiter.ts"
 import { type Fixture, serve } from "../../../fixtures/pages-server.ts"
@@ -80,6 +83,29 @@ describe("Fetcher", () => {
     const long = await failure(fetcher.request({ url: `${fx.url}/429-long` }))
     expect(long.kind).toBe("NETWORK_ERROR")
     expect(long.message).toMatch(/wait 3600 s/)
+  })
+
+  it("its 429 backoff schedule: doubling from the base, capped, Retry-After first, bounded retries", () => {
+    // Steps the schedule at time 0 with each 429's Retry-After: the waits until it stops.
+    const delays = (o: { backoffBaseMs: number; backoffMaxMs: number; max429Retries: number }, asked: ReadonlyArray<number | undefined>) =>
+      Effect.runSync(Effect.gen(function*() {
+        const schedule = backoff429(o)
+        let state = schedule.initial
+        const waits: Array<number> = []
+        for (const a of asked) {
+          const [next, , decision] = yield* schedule.step(0, { asked: a }, state)
+          if (ScheduleDecision.isDone(decision)) break
+          waits.push(ScheduleIntervals.start(decision.intervals))
+          state = next
+        }
+        return waits
+      }))
+    const o = { backoffBaseMs: 1000, backoffMaxMs: 60_000, max429Retries: 3 }
+    expect(delays(o, [undefined, undefined, undefined, undefined, undefined])).toEqual([1000, 2000, 4000])
+    expect(delays({ ...o, backoffBaseMs: 40_000 }, [undefined, undefined, undefined])).toEqual([40_000, 60_000, 60_000])
+    expect(delays(o, [500, undefined, 0])).toEqual([500, 2000, 0])
+    // A server asking for more than the cap ends the retries at once.
+    expect(delays(o, [undefined, 61_000, undefined])).toEqual([1000])
   })
 
   it("classifies 404 as REMOTE_ERROR (not retried) and 500 as NETWORK_ERROR", async () => {
