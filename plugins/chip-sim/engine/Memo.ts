@@ -4,7 +4,7 @@
  *
  * Why a replay is exact: while the memo is on, the chip's state is consistent (every transistor
  * conducts exactly when its gate is high) and every node but the driven pins keeps the pull-up
- * `segdefs.js` gives it and no pull-down (Chip.memoUsable). The whole electrical state (levels,
+ * `segdefs.js` gives it and no pull-down (ChipMemo.memoUsable). The whole electrical state (levels,
  * pulls, conduction) is then a function of the node levels and the driven pins' pulls, which is
  * what a key holds, bit for bit, with the event that starts the settle (which node list it
  * settles from). Settling is deterministic in that state and event, so equal keys mean the same

@@ -1,11 +1,11 @@
 /**
- * The settle loop of Chip (see Chip.settle and the module comment of Chip.ts) as a WebAssembly
- * function, for consistent states (transistors conduct as their gates say); for the memo it also
- * notes each change (fingerprint, recorders), and `toggle` applies the net flips of a recorded
- * settle or span.
+ * The settle loop of Chip (see ChipSettle.settle and the module comment of ChipSettle.ts) as a
+ * WebAssembly function, for consistent states (transistors conduct as their gates say); for the
+ * memo it also notes each change (fingerprint, recorders), and `toggle` applies the net flips of
+ * a recorded settle or span.
  *
- * Same event order as Chip.settleGeneral, the TypeScript statement of the scheme: the list of a
- * pass (never holding a rail, whose entries the scheme skips) is worked in order; a node with no conducting node-to-node channel is settled from its
+ * Same event order as ChipSettle.settleGeneral, the TypeScript statement of the scheme: the list
+ * of a pass (never holding a rail, whose entries the scheme skips) is worked in order; a node with no conducting node-to-node channel is settled from its
  * drive word; otherwise its group is found, as a pair (start and one neighbour with no other
  * channel), a star (a centre, start or its one neighbour, whose other channels end at leaves:
  * the order a walk visits them in is start, [centre,] leaves in bit order), or by a depth-first
@@ -125,13 +125,16 @@ export const REG_REC_COUNT = 6
 export const REG_MACRO_GEN = 7
 export const REG_MACRO_COUNT = 8
 
-/** Bits of settle's `flags`: what each change is noted for (Chip.memoActive, recording, macroRec). */
+/**
+ * Bits of settle's `flags`: what each change is noted for (ChipSettle.memoActive, recording,
+ * macroRec).
+ */
 export const NOTE_HASH = 1
 export const NOTE_RECORD = 2
 export const NOTE_MACRO = 4
 
 /**
- * A node's rank code by the leading zeros of its drive word (see DRV_PULLUP etc. in Chip.ts):
+ * A node's rank code by the leading zeros of its drive word (see DRV_PULLUP etc. in Tables.ts):
  * twice the priority of what drives it, 10 ground (a ground count, from bit 16), 8 power (from
  * bit 8), 6 pull-down (bit 1), 4 pull-up (bit 0 alone), 0 nothing; or'd with the node's level
  * (stored charge), so that the largest code in a group decides its level, high for codes 1

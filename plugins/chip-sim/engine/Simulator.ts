@@ -5,7 +5,7 @@
  * survives into the next except the static netlist tables and the chip's half-cycle memo, a
  * cache whose records are replayed only when their whole key equals the state (Memo.ts), which
  * changes speed, never results. Settling is the
- * visual6502/perfect6502 event scheme (see Chip.ts), node for node.
+ * visual6502/perfect6502 event scheme (see ChipSettle.ts), node for node.
  *
  * Conventions (shared/chip-sim/README.md, which the golden traces follow):
  * - power-on: all nodes low and floating but `vcc`, transistors off, `segdefs.js` pull-ups;

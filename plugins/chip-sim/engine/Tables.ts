@@ -54,7 +54,7 @@ export interface ChipTables {
   /**
    * The nodes whose pulls the engine drives (clk0, res, rdy, so, irq, nmi, db0..db7, in that
    * order) and, per node, its slot in that list or -1: the memo keeps their pulls as two bits
-   * per slot (Chip.pinPulls), every other node keeping the pull-up `segdefs.js` gives it.
+   * per slot (ChipMemo.pinPulls), every other node keeping the pull-up `segdefs.js` gives it.
    */
   readonly drivenNodes: Int32Array
   readonly drivenSlot: Int8Array
@@ -69,11 +69,11 @@ export interface ChipTables {
   readonly zPulldown: Int32Array
   readonly zTrans: Int32Array
   /**
-   * What a level change of node n does to the per-node words of Chip.ns when every transistor it
-   * gates switches with it (the usual case, see Chip.consistent): entries effStart[n] ..
-   * effStart[n+1]-1 add effAmt[k] (rising) or subtract it (falling) at ns[effIdx[k]], one entry
-   * per contact: a conduction-mask bit of each terminal of a node-to-node channel, a count of
-   * ground or power contacts (see DRV_GND, DRV_VCC). zGate is the XOR of the Zobrist keys of
+   * What a level change of node n does to the per-node words of ChipSettle.ns when every
+   * transistor it gates switches with it (the usual case, see ChipSettle.consistent): entries
+   * effStart[n] .. effStart[n+1]-1 add effAmt[k] (rising) or subtract it (falling) at
+   * ns[effIdx[k]], one entry per contact: a conduction-mask bit of each terminal of a
+   * node-to-node channel, a count of ground or power contacts (see DRV_GND, DRV_VCC). zGate is the XOR of the Zobrist keys of
    * n's gated transistors.
    */
   readonly effStart: Int32Array
@@ -90,7 +90,7 @@ export interface ChipTables {
 }
 
 /**
- * Layout of a node's drive word (Chip.ns[2n+1]): bit 0 pull-up, bit 1 pull-down, the count of
+ * Layout of a node's drive word (ChipSettle.ns[2n+1]): bit 0 pull-up, bit 1 pull-down, the count of
  * conducting transistors to power from bit 8 and to ground from bit 16. Zero: the node is
  * driven by nothing but its channels and stored charge.
  */
