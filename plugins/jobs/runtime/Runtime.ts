@@ -334,7 +334,7 @@ export const make = (opts: RuntimeOptions): Effect.Effect<JobsRuntimeShape, JobS
       Effect.catchAll((e) => Effect.logError(`[jobs] sweep: ${e.message}`)),
       Effect.ensuring(Effect.sync(() => (sweeping = undefined)))
     )
-    const sweeper = yield* Effect.forkDaemon(Effect.repeat(Effect.delay(sweepOnce, interval), Schedule.spaced(interval)))
+    const sweeper = yield* Effect.forkDaemon(Effect.delay(Effect.repeat(sweepOnce, Schedule.spaced(interval)), interval))
 
     yield* Effect.addFinalizer(() =>
       Effect.gen(function*() {
