@@ -158,12 +158,12 @@ export const makeCluster = (o: ClusterOptions): Cluster => {
   const copy = (b: MutableBank): Bank => structuredClone(b) as Bank
   const need = (tag: string) => {
     const b = banks.get(tag)
-    if (!b) throw new ClusterError(404, "bank_not_found", `no bank with tag "${tag}" (GET /api/v1/banks/ lists them)`)
+    if (!b) throw new ClusterError({ status: 404, code: "bank_not_found", message: `no bank with tag "${tag}" (GET /api/v1/banks/ lists them)` })
     return b
   }
   const device = (id: number) => {
     const d = devices[id - 1]
-    if (!Number.isInteger(id) || !d) throw new ClusterError(404, "device_not_found", `no device ${id}: device ids are 1 to ${DEVICES}`)
+    if (!Number.isInteger(id) || !d) throw new ClusterError({ status: 404, code: "device_not_found", message: `no device ${id}: device ids are 1 to ${DEVICES}` })
     return d
   }
   const activeFrontends = (extra?: FrontendSpec, without?: string): Array<FrontendSpec> => [
@@ -181,9 +181,9 @@ export const makeCluster = (o: ClusterOptions): Cluster => {
 
   const selectProfiles = (filter: string): { f: GeoFilter; profiles: ReadonlyArray<Profile> } => {
     const sel = selectByString(o.inventory, filter)
-    if (sel === null) throw new ClusterError(422, "invalid_filter", `invalid filter "${filter}": expected {country}[:{state}][:tor], e.g. us, us:ca, us:tx:tor`)
+    if (sel === null) throw new ClusterError({ status: 422, code: "invalid_filter", message: `invalid filter "${filter}": expected {country}[:{state}][:tor], e.g. us, us:ca, us:tx:tor` })
     if (sel.profiles.length === 0) {
-      throw new ClusterError(422, "no_matching_profile", `no VPN profile matches filter "${filter}" (${o.inventory.size} profiles in ${o.inventory.dir})`, { filter })
+      throw new ClusterError({ status: 422, code: "no_matching_profile", message: `no VPN profile matches filter "${filter}" (${o.inventory.size} profiles in ${o.inventory.dir})`, details: { filter } })
     }
     return { f: sel.filter, profiles: sel.profiles }
   }
@@ -193,12 +193,15 @@ export const makeCluster = (o: ClusterOptions): Cluster => {
     return Array.from({ length: k }, (_, i) => profiles[(seed + i * step) % profiles.length]!)
   }
   const checkWorkers = (workers: ReadonlyArray<number>, exceptTag?: string) => {
-    if (new Set(workers).size !== workers.length) throw new ClusterError(422, "invalid_workers", `workers must be distinct: ${workers.join(", ")}`)
+    if (new Set(workers).size !== workers.length) throw new ClusterError({ status: 422, code: "invalid_workers", message: `workers must be distinct: ${workers.join(", ")}` })
     const held = holders(exceptTag)
     const busy = workers.filter((w) => held.has(w))
     if (busy.length) {
-      throw new ClusterError(409, "workers_busy", `worker${busy.length > 1 ? "s" : ""} ${busy.map((w) => `${w} (bank ${held.get(w)})`).join(", ")} already in a bank; a worker belongs to at most one bank`, {
-        workers: busy
+      throw new ClusterError({
+        status: 409,
+        code: "workers_busy",
+        message: `worker${busy.length > 1 ? "s" : ""} ${busy.map((w) => `${w} (bank ${held.get(w)})`).join(", ")} already in a bank; a worker belongs to at most one bank`,
+        details: { workers: busy }
       })
     }
   }
@@ -245,7 +248,7 @@ export const makeCluster = (o: ClusterOptions): Cluster => {
     } catch (e) {
       await stopWorkers(workers)
       await o.driver.applyFrontends(activeFrontends(undefined, tag)).catch((err) => o.log(`restoring the load balancer: ${(err as Error).message}`))
-      throw e instanceof ClusterError ? e : new ClusterError(409, "load_balancer", `the load balancer cannot be configured: ${(e as Error).message}`)
+      throw e instanceof ClusterError ? e : new ClusterError({ status: 409, code: "load_balancer", message: `the load balancer cannot be configured: ${(e as Error).message}` })
     }
     return assignments
   }
@@ -281,13 +284,13 @@ export const makeCluster = (o: ClusterOptions): Cluster => {
   const freePort = () => {
     const used = new Set([...banks.values()].map((b) => b.port))
     for (let p = o.ports.from; p <= o.ports.to; p++) if (!used.has(p)) return p
-    throw new ClusterError(409, "load_balancer", `the load balancer cannot be configured: every frontend port ${o.ports.from}-${o.ports.to} is taken by a bank`)
+    throw new ClusterError({ status: 409, code: "load_balancer", message: `the load balancer cannot be configured: every frontend port ${o.ports.from}-${o.ports.to} is taken by a bank` })
   }
 
   const create = (req: BankCreate) =>
     locked(async () => {
       const tag = tagOf(req.name)
-      if (banks.has(tag)) throw new ClusterError(409, "bank_exists", `a bank with tag "${tag}" exists already`)
+      if (banks.has(tag)) throw new ClusterError({ status: 409, code: "bank_exists", message: `a bank with tag "${tag}" exists already` })
       const { f, profiles } = selectProfiles(req.filter)
       checkWorkers(req.workers)
       const port = freePort()
@@ -397,7 +400,7 @@ export const makeCluster = (o: ClusterOptions): Cluster => {
   const recover = (tag: string) =>
     locked(async () => {
       const b = need(tag)
-      if (b.status !== "active") throw new ClusterError(409, "bank_idle", `bank ${tag} is idle: resume it first`)
+      if (b.status !== "active") throw new ClusterError({ status: 409, code: "bank_idle", message: `bank ${tag} is idle: resume it first` })
       for (const a of b.worker_assignments) {
         if (a.vpn_status === "up") continue
         const profile = o.inventory.get(a.vpn_profile)
@@ -431,7 +434,7 @@ export const makeCluster = (o: ClusterOptions): Cluster => {
   }
   const worker = (id: number) => {
     const d = device(id)
-    if (d.worker_number === null) throw new ClusterError(422, "not_a_worker", `device ${id} (${d.hostname}) is not a worker: workers are devices 3 to ${DEVICES}`)
+    if (d.worker_number === null) throw new ClusterError({ status: 422, code: "not_a_worker", message: `device ${id} (${d.hostname}) is not a worker: workers are devices 3 to ${DEVICES}` })
     return d.worker_number
   }
 
@@ -496,7 +499,7 @@ export const makeCluster = (o: ClusterOptions): Cluster => {
         } else {
           const file = profileName ?? a?.vpn_profile ?? devices[id - 1]!.vpn_profile
           const p = file ? o.inventory.get(file) : undefined
-          if (!p) throw new ClusterError(422, "unknown_profile", file ? `no profile "${file}" in the inventory` : `worker ${n} has no profile: give one`)
+          if (!p) throw new ClusterError({ status: 422, code: "unknown_profile", message: file ? `no profile "${file}" in the inventory` : `worker ${n} has no profile: give one` })
           const up = await o.driver.startVpn(n, p)
           ups.set(n, up)
           setDeviceVpn(n, p, up.exitIp)

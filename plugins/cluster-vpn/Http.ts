@@ -115,7 +115,7 @@ export const routes = (d: HttpDeps): ReadonlyArray<Route.Route> => {
       handler: ({ params }) =>
         Effect.suspend(() => {
           const b = d.cluster.bank(params.tag)
-          return b ? Effect.succeed(b) : Effect.fail(toHttp(new ClusterError(404, "bank_not_found", `no bank with tag "${params.tag}"`)))
+          return b ? Effect.succeed(b) : Effect.fail(toHttp(new ClusterError({ status: 404, code: "bank_not_found", message: `no bank with tag "${params.tag}"` })))
         })
     }),
     Route.make({
@@ -336,7 +336,7 @@ export const routes = (d: HttpDeps): ReadonlyArray<Route.Route> => {
       handler: ({ query }) =>
         Effect.suspend(() => {
           const sel = selectByString(d.inventory, query.filter)
-          if (sel === null) return Effect.fail(toHttp(new ClusterError(422, "invalid_filter", `invalid filter "${query.filter}": expected {country}[:{state}][:tor]`)))
+          if (sel === null) return Effect.fail(toHttp(new ClusterError({ status: 422, code: "invalid_filter", message: `invalid filter "${query.filter}": expected {country}[:{state}][:tor]` })))
           return Effect.succeed({ filter: query.filter, count: sel.profiles.length, profiles: sel.profiles.slice(0, query.limit ?? 50).map((p) => p.file) })
         })
     })

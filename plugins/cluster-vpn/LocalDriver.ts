@@ -128,7 +128,7 @@ export const localDriver = (o: LocalOptions): Driver => {
       await waitListening(child, port, () => out, `tinyproxy of worker ${n}`)
     } catch (e) {
       await stopChild(child)
-      throw new ClusterError(503, "worker_unavailable", `worker ${n}: ${(e as Error).message}`)
+      throw new ClusterError({ status: 503, code: "worker_unavailable", message: `worker ${n}: ${(e as Error).message}` })
     }
     workers.set(n, { child, port, profile })
     return { ip: "127.0.0.1", port, exitIp: "127.0.0.1" }
@@ -147,11 +147,11 @@ export const localDriver = (o: LocalOptions): Driver => {
       s.once("error", (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message))
       s.listen(f.port, "127.0.0.1", () => s.close(() => resolve(null)))
     })
-    if (taken !== null) throw new ClusterError(409, "load_balancer", `the load balancer cannot be configured for bank ${f.tag}: port ${f.port} is not free (${taken})`)
+    if (taken !== null) throw new ClusterError({ status: 409, code: "load_balancer", message: `the load balancer cannot be configured for bank ${f.tag}: port ${f.port} is not free (${taken})` })
     const file = path.join(o.dir, `bank-${f.tag.replace(/[^a-z0-9_-]/gi, "_")}.cfg`)
     fs.writeFileSync(file, text)
     const checked = await checkConfig(o.haproxy, file)
-    if (!checked.ok) throw new ClusterError(409, "load_balancer", `the load balancer cannot be configured for bank ${f.tag}: ${checked.output.slice(-400)}`)
+    if (!checked.ok) throw new ClusterError({ status: 409, code: "load_balancer", message: `the load balancer cannot be configured for bank ${f.tag}: ${checked.output.slice(-400)}` })
     let out = ""
     const child = spawn(o.haproxy, ["-db", "-f", file], { stdio: ["ignore", "pipe", "pipe"] })
     child.stdout!.on("data", (d) => (out = (out + d).slice(-2000)))
@@ -161,7 +161,7 @@ export const localDriver = (o: LocalOptions): Driver => {
       await waitListening(child, f.port, () => out, "haproxy")
     } catch (e) {
       await stopChild(child)
-      throw new ClusterError(409, "load_balancer", `the load balancer cannot be configured for bank ${f.tag} on port ${f.port}: ${(e as Error).message}`)
+      throw new ClusterError({ status: 409, code: "load_balancer", message: `the load balancer cannot be configured for bank ${f.tag} on port ${f.port}: ${(e as Error).message}` })
     }
     frontends.set(f.tag, { child, text })
   }
@@ -212,18 +212,18 @@ export const localDriver = (o: LocalOptions): Driver => {
       return { success: times.length > 0, avgLatencyMs: avg, sent: port === undefined ? 0 : 3, received: times.length }
     },
     exec: async () => {
-      throw new ClusterError(409, "not_supported", "the local driver runs no device shell: commands as root would run on this host (use the openwrt driver)")
+      throw new ClusterError({ status: 409, code: "not_supported", message: "the local driver runs no device shell: commands as root would run on this host (use the openwrt driver)" })
     },
     reboot: async (d) => {
       // A local worker "reboots" by restarting its proxy with the same exit.
       const w = d.worker_number === null ? undefined : workers.get(d.worker_number)
-      if (d.worker_number === null) throw new ClusterError(409, "not_supported", `the local driver cannot reboot ${d.hostname}: it is this host`)
+      if (d.worker_number === null) throw new ClusterError({ status: 409, code: "not_supported", message: `the local driver cannot reboot ${d.hostname}: it is this host` })
       if (!w) return
       await startProxy(d.worker_number, w.profile)
     },
     refresh: async () => hostFacts(),
     speedTest: async (d, up) => {
-      if (!up || d.worker_number === null || !workers.has(d.worker_number)) throw new ClusterError(409, "vpn_down", `${d.hostname} has no tunnel up to test`)
+      if (!up || d.worker_number === null || !workers.has(d.worker_number)) throw new ClusterError({ status: 409, code: "vpn_down", message: `${d.hostname} has no tunnel up to test` })
       // 8 MiB from a loopback sink through the worker's proxy, each way.
       const size = 8 * 1048576
       const chunk = Buffer.alloc(65536, 120)

@@ -106,13 +106,17 @@ export const PingResult = Schema.Struct({
 }).annotations({ identifier: "PingResult" })
 export type PingResult = typeof PingResult.Type
 
-/** An error of the Cluster API: `status` is the HTTP status, `code` a stable machine word. */
-export class ClusterError extends Error {
-  readonly _tag = "ClusterError"
-  constructor(readonly status: number, readonly code: string, message: string, readonly details: Record<string, unknown> = {}) {
-    super(message)
-  }
-}
+/**
+ * An error of the Cluster API: `status` is the HTTP status (404, 409, 422 or 503: it depends on
+ * the refusal, so it is a field rather than a class annotation), `code` a stable machine word,
+ * `details` more members of the answer `{error, code, ...details}` (see Http.ts).
+ */
+export class ClusterError extends Schema.TaggedError<ClusterError>()("ClusterError", {
+  status: Schema.Int,
+  code: Schema.String,
+  message: Schema.String,
+  details: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.Unknown }), { default: () => ({}) })
+}) {}
 
 /** Where one worker's proxy listens once its VPN is up. */
 export interface WorkerUp {

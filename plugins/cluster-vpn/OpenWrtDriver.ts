@@ -44,23 +44,23 @@ const rpcClient = (base: string, o: OpenWrtOptions) => {
     try {
       res = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ id: ++id, method, params }), signal: AbortSignal.timeout(o.timeout_ms) })
     } catch (e) {
-      throw new ClusterError(503, "device_unreachable", `router ${base} did not answer ${lib}.${method}: ${(e as Error).message}`)
+      throw new ClusterError({ status: 503, code: "device_unreachable", message: `router ${base} did not answer ${lib}.${method}: ${(e as Error).message}` })
     }
     if (res.status === 403 || res.status === 401) return Symbol.for("unauthorized")
     const text = await res.text()
-    if (!res.ok) throw new ClusterError(503, "device_error", `router ${base} answered ${lib}.${method} with HTTP ${res.status}`)
+    if (!res.ok) throw new ClusterError({ status: 503, code: "device_error", message: `router ${base} answered ${lib}.${method} with HTTP ${res.status}` })
     let body: { result?: unknown; error?: unknown }
     try {
       body = JSON.parse(text)
     } catch {
-      throw new ClusterError(503, "device_error", `router ${base} answered ${lib}.${method} with something other than JSON-RPC`)
+      throw new ClusterError({ status: 503, code: "device_error", message: `router ${base} answered ${lib}.${method} with something other than JSON-RPC` })
     }
-    if (body.error !== null && body.error !== undefined) throw new ClusterError(503, "device_error", `router ${base}: ${lib}.${method} failed: ${JSON.stringify(body.error).slice(0, 200)}`)
+    if (body.error !== null && body.error !== undefined) throw new ClusterError({ status: 503, code: "device_error", message: `router ${base}: ${lib}.${method} failed: ${JSON.stringify(body.error).slice(0, 200)}` })
     return body.result
   }
   const login = async () => {
     const t = await post("auth", "login", [o.username, o.password], false)
-    if (typeof t !== "string" || t === "") throw new ClusterError(503, "device_login_refused", `router ${base} refused the login of user ${o.username}`)
+    if (typeof t !== "string" || t === "") throw new ClusterError({ status: 503, code: "device_login_refused", message: `router ${base} refused the login of user ${o.username}` })
     token = t
   }
   const call = async (lib: "uci" | "sys", method: string, params: ReadonlyArray<unknown>): Promise<unknown> => {
@@ -69,7 +69,7 @@ const rpcClient = (base: string, o: OpenWrtOptions) => {
     if (r === Symbol.for("unauthorized")) {
       await login()
       r = await post(lib, method, params, true)
-      if (r === Symbol.for("unauthorized")) throw new ClusterError(503, "device_login_refused", `router ${base} refused the session`)
+      if (r === Symbol.for("unauthorized")) throw new ClusterError({ status: 503, code: "device_login_refused", message: `router ${base} refused the session` })
     }
     return r
   }
@@ -121,12 +121,12 @@ export const openWrtDriver = (o: OpenWrtOptions): Driver => {
         const checked = await checkConfig(o.haproxyCheck, path.join(tmp, "haproxy.cfg"))
         // With no bank left the file has no listener: valid, though HAProxy calls it "will not start".
         const empty = specs.length === 0 && /no error but will not start \(no listener\)/.test(checked.output)
-        if (!checked.ok && !empty && !/ENOENT/.test(checked.output)) throw new ClusterError(409, "load_balancer", `the load balancer cannot be configured: haproxy -c refused the generated configuration: ${checked.output.slice(-400)}`)
+        if (!checked.ok && !empty && !/ENOENT/.test(checked.output)) throw new ClusterError({ status: 409, code: "load_balancer", message: `the load balancer cannot be configured: haproxy -c refused the generated configuration: ${checked.output.slice(-400)}` })
       } finally {
         fs.rmSync(tmp, { recursive: true, force: true })
       }
       const out = await execWithCode(o.master_url, `cat > ${sq(o.haproxy_config_path)} <<'HAPROXY_CFG'\n${text}HAPROXY_CFG\n/etc/init.d/haproxy reload`)
-      if (out.code !== 0) throw new ClusterError(409, "load_balancer", `the load balancer cannot be configured: the master's haproxy reload exited ${out.code}: ${out.stdout.slice(-300)}`)
+      if (out.code !== 0) throw new ClusterError({ status: 409, code: "load_balancer", message: `the load balancer cannot be configured: the master's haproxy reload exited ${out.code}: ${out.stdout.slice(-300)}` })
     },
     probe: async (_n, up) => (await connectMs(up.ip, up.port, 2000)) !== null,
     ping: async (d) => {
@@ -149,7 +149,7 @@ export const openWrtDriver = (o: OpenWrtOptions): Driver => {
       // busybox wget through the tunnel: seconds for 10 MB, timed by the router's own clock.
       const out = await client(urlOf(d)).exec("s=$(date +%s%N); wget -qO /dev/null http://speedtest.tele2.net/10MB.zip; e=$(date +%s%N); echo $(( (e-s)/1000000 ))")
       const ms = Number(out.trim().split(/\s+/).pop())
-      if (!Number.isFinite(ms) || ms <= 0) throw new ClusterError(503, "device_error", `${d.hostname}: the speed test did not complete`)
+      if (!Number.isFinite(ms) || ms <= 0) throw new ClusterError({ status: 503, code: "device_error", message: `${d.hostname}: the speed test did not complete` })
       return { download_mbps: Math.round(((10 * 8 * 1e6) / 1e6 / (ms / 1000)) * 10) / 10, upload_mbps: 0 }
     },
     workerFacts: (n) => ({ rpc_url: workerUrl(n), proxy: `${workerIp(n)}:${o.workerProxyPort}` }),
