@@ -12,6 +12,7 @@
  * before today, YYYY-MM-DD), `slice(list, start, end)`, `first(list)`, `last(list)`,
  * `unique(list)`, `json(x)`, `int(x)`, `str(x)`.
  */
+import * as Schema from "effect/Schema"
 import { Jexl } from "jexl"
 
 type Fn = (...args: Array<any>) => unknown
@@ -50,8 +51,8 @@ for (const [name, fn] of Object.entries(FUNCTIONS)) {
   jexl.addTransform(name, fn)
 }
 
-/** A syntax error in an expression. */
-export class ExprSyntaxError extends Error {}
+/** A syntax error in an expression: `message` is Jexl's, or `empty expression`. */
+export class ExprSyntaxError extends Schema.TaggedError<ExprSyntaxError>()("ExprSyntaxError", { message: Schema.String }) {}
 
 interface AstNode {
   readonly type: string
@@ -60,13 +61,13 @@ interface AstNode {
 
 /** Parses `expr`; throws `ExprSyntaxError` with Jexl's message. */
 export const compile = (expr: string) => {
-  if (expr.trim() === "") throw new ExprSyntaxError("empty expression")
+  if (expr.trim() === "") throw new ExprSyntaxError({ message: "empty expression" })
   try {
     const e = jexl.compile(expr)
     ;(e as unknown as { _getAst: () => AstNode })._getAst()
     return e
   } catch (e) {
-    throw new ExprSyntaxError((e as Error).message)
+    throw new ExprSyntaxError({ message: (e as Error).message ?? String(e) })
   }
 }
 
