@@ -4,7 +4,8 @@
  * status and parsed JSON body, or failing with one readable line: `ApiUnreachable` (nothing
  * answers: connection refused, DNS, timeout) or `ApiFailure` (the API answered 4xx/5xx; `body`
  * is its error document). Both carry a `_tag`, so `PlatformCommand.fail` prints their message
- * and exits 1. Uses only `fetch`: the commands start without loading the platform.
+ * and exits 1. Uses only `fetch`: the commands start without loading the platform, nor Effect
+ * (so the two are plain `Error`s with a `_tag`, not `Data.TaggedError`s: effect/Data is about 62 modules).
  */
 import { Flags } from "@oclif/core"
 

@@ -42,7 +42,11 @@ export interface Generation {
   readonly settled: Promise<void>
 }
 
-/** A failure an engine reports before the first byte: becomes an OpenAI error response. */
+/**
+ * A failure an engine reports before the first byte: becomes an OpenAI error response
+ * (Gateway.ts `toHttpError`). A plain `Error` rather than a `Schema.TaggedError`: the engine's
+ * worker thread loads this module and no Effect, and the status differs per refusal.
+ */
 export class EngineError extends Error {
   constructor(
     readonly status: number,

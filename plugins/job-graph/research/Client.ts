@@ -38,7 +38,10 @@ export interface Workspace {
 /** True once a job can no longer change. */
 export const isTerminal = (s: Job["status"]): boolean => s === "COMPLETED" || s === "FAILED" || s === "CANCELLED"
 
-/** An API answer other than the expected one: `status` (0 when no answer) and a one-line message. */
+/**
+ * An API answer other than the expected one: `status` (0 when no answer) and a one-line message.
+ * A plain `Error`: `platform research` starts without loading Effect.
+ */
 export class ApiError extends Error {
   readonly _tag: string = "ApiError"
   constructor(message: string, readonly status: number, readonly body?: unknown) {
