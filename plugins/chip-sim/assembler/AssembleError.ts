@@ -19,6 +19,8 @@
  * - `message`: `line N: <reason> in "<trimmed text>"`, ready to show a person.
  *
  * It carries `_tag` so Effect code can select it with `Effect.catchTag("AssembleError", ...)`.
+ * A plain `Error` rather than a `Schema.TaggedError`: the assembler runs in the simulator
+ * threads and `platform chip assemble`, which load no `effect/Schema` (see `StepRequestError`).
  */
 export class AssembleError extends Error {
   readonly _tag = "AssembleError"

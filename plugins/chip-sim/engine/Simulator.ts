@@ -56,7 +56,14 @@ export const META = {
   encoding: ENCODING_STATEMENT
 } as const
 
-/** A step request outside the limits or self-contradictory (HTTP 422). */
+/**
+ * A step request outside the limits or self-contradictory (HTTP 422).
+ *
+ * The engine's errors are plain `Error`s, not `Schema.TaggedError`s: the engine runs in the
+ * simulator threads and the `chip` CLI, which load no Effect; `effect/Schema` (about 400 modules
+ * with fast-check) took a simulator thread from 318 to 734 ms to start and `platform chip
+ * assemble` from 496 to 943 ms when tried. The routes map them to their status by hand.
+ */
 export class StepRequestError extends Error {
   readonly _tag: string = "StepRequestError"
   readonly status = 422
