@@ -124,9 +124,9 @@ export const make = (opts: RuntimeOptions): Effect.Effect<JobsRuntimeShape, JobS
   Effect.gen(function*() {
     const store = yield* Backend.JobStore
     const queue = yield* Backend.JobQueue
-    const s = opts.settings
-    const lim = s.limits
-    const worker = new JobWorker(store, queue, opts.lookup, opts.files, lim, opts.workerName)
+    const settings = opts.settings
+    const limits = settings.limits
+    const worker = new JobWorker(store, queue, opts.lookup, opts.files, limits, opts.workerName)
     let unsubscribeCancel: (() => void) | undefined
     let workersStarted = false
     /** Records runnable before this time were already checked for a lost queue entry. */
@@ -161,15 +161,15 @@ export const make = (opts: RuntimeOptions): Effect.Effect<JobsRuntimeShape, JobS
       const requeued = await queue.ensure(await store.queuedBefore(to, from))
       orphansCheckedTo = to
       let timedOut = 0
-      for (const j of await store.queuedBefore(now - lim.queue_timeout_s * 1000)) {
+      for (const j of await store.queuedBefore(now - limits.queue_timeout_s * 1000)) {
         const r = await store.update(j.job_id, (x) =>
-          x.status === "QUEUED" && scheduledMs(x)! + lim.queue_timeout_s * 1000 < now ? queueTimedOut(x, nowIso(now), lim.queue_timeout_s) : undefined, j)
+          x.status === "QUEUED" && scheduledMs(x)! + limits.queue_timeout_s * 1000 < now ? queueTimedOut(x, nowIso(now), limits.queue_timeout_s) : undefined, j)
         if (r?.changed) {
           timedOut++
           await queue.remove(j)
         }
       }
-      const old = await store.endedBefore(now - lim.retention_s * 1000)
+      const old = await store.endedBefore(now - limits.retention_s * 1000)
       if (old.length > 0) {
         await opts.files.delete(old.flatMap((j) => j.files ?? [])).catch(() => {})
         await store.delete(old.map((j) => j.job_id))
@@ -233,7 +233,7 @@ export const make = (opts: RuntimeOptions): Effect.Effect<JobsRuntimeShape, JobS
           problems.push(formatIssues(decoded.left))
           issues.push(...issueList(decoded.left))
         }
-        let policy: RetryPolicy = { max_retries: lim.max_retries, retry_on: lim.retry_on, no_retry_on: lim.no_retry_on }
+        let policy: RetryPolicy = { max_retries: limits.max_retries, retry_on: limits.retry_on, no_retry_on: limits.no_retry_on }
         if (policyInput !== undefined) {
           const p = Schema.decodeUnknownEither(RetryPolicyInput)(policyInput, { errors: "all" })
           if (Either.isLeft(p)) {
@@ -317,14 +317,14 @@ export const make = (opts: RuntimeOptions): Effect.Effect<JobsRuntimeShape, JobS
         unsubscribeCancel = await store.onCancel((id) => {
           worker.abort(id, new JobFailure("CANCELLED", "job cancelled"))
         })
-        await queue.start(worker.deliver, lim.worker_concurrency)
+        await queue.start(worker.deliver, limits.worker_concurrency)
       })
     })
 
-    if (s.backend === "embedded") yield* recover
+    if (settings.backend === "embedded") yield* recover
     // The sweeper: one sweep every interval after the previous one ended, a failure logged and
     // the next sweep tried on schedule.
-    const interval = Duration.millis(Math.max(10, lim.sweep_interval_s * 1000))
+    const interval = Duration.millis(Math.max(10, limits.sweep_interval_s * 1000))
     let sweeping: Promise<unknown> | undefined
     const sweepOnce = Effect.suspend(() => {
       const p = sweepNow(Date.now())
@@ -352,7 +352,7 @@ export const make = (opts: RuntimeOptions): Effect.Effect<JobsRuntimeShape, JobS
     )
 
     return {
-      settings: s,
+      settings,
       submit,
       get: (id) => call(() => store.get(id)),
       list: (q) => call(() => store.list(q)),
