@@ -78,14 +78,15 @@ describe("workers in a worker thread (redis)", () => {
     const second = await startPlatform({ cwd: ROOT, yaml: yaml() })
     try {
       const api2 = jobsClient(second.url("jobs"))
-      const j = await api2.waitFor(r.body.job_id, undefined, 20_000)
+      // A redis worker thread takes 10-20 s to boot on a loaded 2-core machine (3 s when quiet).
+      const j = await api2.waitFor(r.body.job_id, undefined, 40_000)
       expect(j).toMatchObject({ status: "COMPLETED", attempts: 2, result: { value: "survivor", attempt: 2 } })
       expect(j.history.some((h) => h.error === "worker shut down during the attempt")).toBe(true)
       expect(runs(marker).map((l) => l[1])).toEqual([1, 2])
     } finally {
       await second.stop()
     }
-  }, 40_000)
+  }, 60_000)
 
   it("startWorkerThread rejects with the worker-role boot error of the config", async () => {
     const dir = tempDir()
