@@ -24,11 +24,16 @@ export const MEMO_SEEN_MAX = 1 << 16
  * The memo judges itself over windows of this many settles: unless a quarter of them were
  * replayed or were states already seen (a loop longer than the memo has learnt so far), it
  * switches off, fingerprints included, for a back-off that doubles from 16384 settles up to
- * 2^18 each time a trial window fails, so a run that never repeats pays little.
+ * 2^21 each time a trial window fails, so a run that never repeats pays little: a trial records
+ * every settle, at about 1.6x a plain settle's cost (functional test: 73,000 half-cycles per
+ * CPU-second recording everything, 118,000 with the memo off), so the back-off's cap bounds that
+ * overhead (2^18: the default ran 86,800-100,900 against memo off's 100,600-106,900 over 4M
+ * half-cycles; 2^21: 100,400-105,200). The price: a run that turns repetitive after a long
+ * stretch that was not waits up to 2^21 settles (about 1.4M half-cycles) for its next trial.
  */
 const MEMO_WINDOW = 16384
 const MEMO_BACKOFF_MIN = 16384
-const MEMO_BACKOFF_MAX = 1 << 18
+const MEMO_BACKOFF_MAX = 1 << 21
 
 /**
  * Span of a macro, in half-cycles: a run of half-cycles from a recurring state, stored as its
