@@ -213,17 +213,13 @@ const source = (t: KernelTables, L: KernelLayout, maxPasses: number): string => 
     (local.set $end (i32.load offset=${L.effStart + 4} (i32.shl (local.get $n) (i32.const 2))))
     (if (i32.lt_u (local.get $e) (local.get $end))
       (then
-        (if (local.get $nv)
-          (then
-            (loop $rise
-              (local.set $x (i32.load (local.get $e)))
-              (i32.store (local.get $x) (i32.add (i32.load (local.get $x)) (i32.load offset=4 (local.get $e))))
-              (br_if $rise (i32.lt_u (local.tee $e (i32.add (local.get $e) (i32.const 8))) (local.get $end)))))
-          (else
-            (loop $fall
-              (local.set $x (i32.load (local.get $e)))
-              (i32.store (local.get $x) (i32.sub (i32.load (local.get $x)) (i32.load offset=4 (local.get $e))))
-              (br_if $fall (i32.lt_u (local.tee $e (i32.add (local.get $e) (i32.const 8))) (local.get $end))))))))`
+        ;; $sgn: 0 rising, -1 falling; (amount ^ $sgn) - $sgn is the amount or its negation
+        (local.set $sgn (i32.sub (local.get $nv) (i32.const 1)))
+        (loop $eff
+          (local.set $x (i32.load (local.get $e)))
+          (i32.store (local.get $x) (i32.add (i32.load (local.get $x))
+            (i32.sub (i32.xor (i32.load offset=4 (local.get $e)) (local.get $sgn)) (local.get $sgn))))
+          (br_if $eff (i32.lt_u (local.tee $e (i32.add (local.get $e) (i32.const 8))) (local.get $end))))))`
   // settle (plain) and settleNoted (each change also noted for the memo, as `flags` asks)
   const notingLoads = `
     (local.set $h1 (i32.load offset=${reg(REG_H)} (i32.const 0)))
@@ -273,7 +269,7 @@ const source = (t: KernelTables, L: KernelLayout, maxPasses: number): string => 
     (local $k i32) (local $n i32) (local $e i32) (local $end i32) (local $tmp i32)
     (local $h1 i32) (local $recGen i32) (local $recCount i32)
     (local $macroGen i32) (local $macroCount i32)
-    (local $vsum i32) (local $v i32)
+    (local $vsum i32) (local $v i32) (local $sgn i32)
 ${noting ? notingLoads : ""}
     (block $done
       (loop $passes
@@ -436,7 +432,7 @@ ${noting ? notes : ""}
   ;; toggle(addr, count): flips each of the \`count\` node ids at byte address \`addr\`, in order,
   ;; and applies its effect list for its new level (a recorded replay's net flips)
   (func $toggle (export "toggle") (param $addr i32) (param $count i32)
-    (local $n i32) (local $nv i32) (local $e i32) (local $end i32) (local $x i32)
+    (local $n i32) (local $nv i32) (local $e i32) (local $end i32) (local $x i32) (local $sgn i32)
     (block $done
       (loop $nodes
         (br_if $done (i32.eqz (local.get $count)))
