@@ -260,6 +260,27 @@ const source = (t: KernelTables, L: KernelLayout, maxPasses: number): string => 
     (i32.store offset=${reg(REG_H)} (i32.const 0) (local.get $h1))
     (i32.store offset=${reg(REG_REC_COUNT)} (i32.const 0) (local.get $recCount))
     (i32.store offset=${reg(REG_MACRO_COUNT)} (i32.const 0) (local.get $macroCount))`
+  // node $n takes level $nv: its level, the notes for the memo, its effect list, its dependants
+  // queued (each once per pass, by listStamp)
+  const changeOf = (noting: boolean) => `
+                (i32.store8 offset=${L.value} (local.get $n) (local.get $nv))
+${noting ? notes : ""}
+                ${effects}
+                (local.set $x (i32.shl (i32.add (i32.shl (local.get $n) (i32.const 1)) (local.get $nv)) (i32.const 2)))
+                (local.set $e (i32.load offset=${L.depStart} (local.get $x)))
+                (local.set $end (i32.load offset=${L.depStart + 4} (local.get $x)))
+                (if (i32.lt_u (local.get $e) (local.get $end))
+                  (then
+                    ;; depStart holds byte addresses of the dependant lists; $np: the next list's end
+                    (loop $queue
+                      (local.set $x (i32.load (local.get $e)))
+                      (if (i32.ne (i32.load offset=${L.listStamp} (i32.shl (local.get $x) (i32.const 2))) (local.get $gen))
+                        (then
+                          (i32.store offset=${L.listStamp} (i32.shl (local.get $x) (i32.const 2)) (local.get $gen))
+                          (i32.store (local.get $np) (local.get $x))
+                          (local.set $np (i32.add (local.get $np) (i32.const 4)))))
+                      (br_if $queue (i32.lt_u (local.tee $e (i32.add (local.get $e) (i32.const 4))) (local.get $end))))))
+`
   const settle = (name: string, noting: boolean) => `
   (func $${name} (export "${name}")
     (param $count i32) (param $cur i32) (param $next i32) (param $gen i32) (param $ggen i32) (param $flags i32)
@@ -294,8 +315,10 @@ ${noting ? notingLoads : ""}
                     (i32.or (i32.load8_u offset=${L.rankCode} (i32.clz (local.get $d))) (local.get $r)))
                   (i32.const 1)))
                 (br_if $nextEntry (i32.eq (local.get $nv) (local.get $r)))
-                (i32.store offset=${L.group} (i32.const 0) (local.get $start))
-                (local.set $gcount (i32.const 1)))
+                ;; a lone node's change is applied here, not through the group list
+                (local.set $n (local.get $start))
+                ${changeOf(noting)}
+                (br $nextEntry))
               (else
                 ;; one conducting channel to a node with no other: a pair, start first
                 (local.set $o (i32.const -1))
@@ -310,13 +333,32 @@ ${noting ? notingLoads : ""}
                     (local.set $mk (i32.load offset=${L.ns} (i32.shl (local.get $x) (i32.const 3))))
                     (if (i32.eqz (i32.and (local.get $mk) (i32.sub (local.get $mk) (i32.const 1))))
                       (then (local.set $o (local.get $x))))))
+                (if (i32.ge_s (local.get $o) (i32.const 0))
+                  (then
+                    ;; a pair: its level from the two rank codes, applied to start, then $o
+                    (local.set $v (i32.load8_u offset=${L.value} (local.get $start)))
+                    (local.set $vsum (i32.load8_u offset=${L.value} (local.get $o)))
+                    (local.set $r (i32.or
+                      (i32.load8_u offset=${L.rankCode} (i32.clz (i32.load offset=${L.ns + 4} (i32.shl (local.get $start) (i32.const 3)))))
+                      (local.get $v)))
+                    (local.set $rank (i32.or
+                      (i32.load8_u offset=${L.rankCode} (i32.clz (i32.load offset=${L.ns + 4} (i32.shl (local.get $o) (i32.const 3)))))
+                      (local.get $vsum)))
+                    (local.set $rank (select (local.get $r) (local.get $rank) (i32.gt_u (local.get $r) (local.get $rank))))
+                    (local.set $nv (i32.and (i32.shr_u (i32.const ${RANK_HIGH}) (local.get $rank)) (i32.const 1)))
+                    (if (i32.ne (local.get $v) (local.get $nv))
+                      (then
+                        (local.set $n (local.get $start))
+                        ${changeOf(noting)}))
+                    (if (i32.ne (local.get $vsum) (local.get $nv))
+                      (then
+                        (local.set $n (local.get $o))
+                        ${changeOf(noting)}))
+                    (br $nextEntry)))
                 (local.set $rank (i32.const 0))
                 (local.set $vsum (i32.const 0))
                 (local.set $gcount (i32.const 0))
                 ${member("$start")}
-                (if (i32.ge_s (local.get $o) (i32.const 0))
-                  (then ${member("$o")})
-                  (else
                    (block $grouped
                     (block $generic
                       ;; A star: a centre whose other channels all end at leaves (nodes with one
@@ -388,7 +430,7 @@ ${noting ? notingLoads : ""}
                           (i32.load offset=${L.nnStart} (i32.shl (local.get $m) (i32.const 2))))
                         (i32.store offset=${L.stackMask} (i32.shl (local.get $sp) (i32.const 2))
                           (i32.load offset=${L.ns} (i32.shl (local.get $m) (i32.const 3))))
-                        (br $walk))))))
+                        (br $walk))))
                 ;; high when the top code is stored charge, pull-up or power
                 (local.set $nv (i32.and (i32.shr_u (i32.const ${RANK_HIGH}) (local.get $rank)) (i32.const 1)))
                 ;; nothing to do when every member already has that level ($vsum: members high)
@@ -399,23 +441,7 @@ ${noting ? notingLoads : ""}
               (block $nextMember
                 (local.set $n (i32.load offset=${L.group} (i32.shl (local.get $k) (i32.const 2))))
                 (br_if $nextMember (i32.eq (i32.load8_u offset=${L.value} (local.get $n)) (local.get $nv)))
-                (i32.store8 offset=${L.value} (local.get $n) (local.get $nv))
-${noting ? notes : ""}
-                ${effects}
-                (local.set $x (i32.shl (i32.add (i32.shl (local.get $n) (i32.const 1)) (local.get $nv)) (i32.const 2)))
-                (local.set $e (i32.load offset=${L.depStart} (local.get $x)))
-                (local.set $end (i32.load offset=${L.depStart + 4} (local.get $x)))
-                (if (i32.lt_u (local.get $e) (local.get $end))
-                  (then
-                    ;; depStart holds byte addresses of the dependant lists; $np: the next list's end
-                    (loop $queue
-                      (local.set $x (i32.load (local.get $e)))
-                      (if (i32.ne (i32.load offset=${L.listStamp} (i32.shl (local.get $x) (i32.const 2))) (local.get $gen))
-                        (then
-                          (i32.store offset=${L.listStamp} (i32.shl (local.get $x) (i32.const 2)) (local.get $gen))
-                          (i32.store (local.get $np) (local.get $x))
-                          (local.set $np (i32.add (local.get $np) (i32.const 4)))))
-                      (br_if $queue (i32.lt_u (local.tee $e (i32.add (local.get $e) (i32.const 4))) (local.get $end)))))))
+${changeOf(noting)})
               (br_if $apply (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (local.get $gcount)))))
           (br_if $entries (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 4))) (local.get $iend))))
         (local.set $count (i32.shr_u (i32.sub (local.get $np) (local.get $next)) (i32.const 2)))
