@@ -51,7 +51,7 @@ const enc = new TextEncoder()
  * is unavailable.
  */
 const submitOutcome = async (rt: JobsRuntimeShape, type: string, body: unknown): Promise<{ status: number; body: unknown }> => {
-  const r = await Effect.runPromise(rt.submit(type, body))
+  const r = await rt.submitNow(type, body)
   if (r._tag === "UnknownType") return { status: 404, body: { error: `unknown job type "${r.type}"` } }
   return { status: r._tag === "Accepted" ? 202 : 422, body: r.job }
 }

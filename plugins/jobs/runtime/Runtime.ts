@@ -86,6 +86,11 @@ export interface JobsRuntimeShape {
    * nothing recorded (`UnknownType`).
    */
   readonly submit: (type: string, body: unknown) => Effect.Effect<Submitted, JobStoreUnavailable>
+  /**
+   * `submit` without a fiber, for the raw submit route (the hot path `npm run bench -- jobs`
+   * floods): rejects where `submit` fails. The same code: `submit` runs this.
+   */
+  readonly submitNow: (type: string, body: unknown) => Promise<Submitted>
   /** The record of `id`, or undefined. */
   readonly get: (id: string) => Effect.Effect<Job | undefined, JobStoreUnavailable>
   /** A page of records, newest first, with the total number of matches. */
@@ -213,64 +218,64 @@ export const make = (opts: RuntimeOptions): Effect.Effect<JobsRuntimeShape, JobS
       }
     }
 
-    const submit = (type: string, body: unknown): Effect.Effect<Submitted, JobStoreUnavailable> =>
-      Effect.suspend((): Effect.Effect<Submitted, JobStoreUnavailable> => {
-        const jt = opts.lookup(type)
-        if (!jt) return Effect.succeed({ _tag: "UnknownType", type } as const)
-        const nowMs = Date.now()
-        const at = nowIso(nowMs)
-        let payload: unknown = body
-        let policyInput: unknown = undefined
-        if (body !== null && typeof body === "object" && !Array.isArray(body) && "retry_policy" in body) {
-          const { retry_policy, ...rest } = body as Record<string, unknown>
-          policyInput = retry_policy
-          payload = rest
+    const submitNow = (type: string, body: unknown): Promise<Submitted> => {
+      const jt = opts.lookup(type)
+      if (!jt) return Promise.resolve({ _tag: "UnknownType", type } as const)
+      const nowMs = Date.now()
+      const at = nowIso(nowMs)
+      let payload: unknown = body
+      let policyInput: unknown = undefined
+      if (body !== null && typeof body === "object" && !Array.isArray(body) && "retry_policy" in body) {
+        const { retry_policy, ...rest } = body as Record<string, unknown>
+        policyInput = retry_policy
+        payload = rest
+      }
+      const problems: Array<string> = []
+      const issues: Array<{ path: string; message: string }> = []
+      const decoded = Schema.decodeUnknownEither(jt.payload)(payload, { errors: "all" })
+      if (Either.isLeft(decoded)) {
+        problems.push(formatIssues(decoded.left))
+        issues.push(...issueList(decoded.left))
+      }
+      let policy: RetryPolicy = { max_retries: limits.max_retries, retry_on: limits.retry_on, no_retry_on: limits.no_retry_on }
+      if (policyInput !== undefined) {
+        const p = Schema.decodeUnknownEither(RetryPolicyInput)(policyInput, { errors: "all" })
+        if (Either.isLeft(p)) {
+          problems.push(formatIssues(p.left, "retry_policy"))
+          issues.push(...issueList(p.left, "retry_policy"))
+        } else policy = { ...policy, ...p.right }
+      }
+      const base: Job = {
+        job_id: newJobId(nowMs),
+        status: "PENDING",
+        job_type: type,
+        created_at: at,
+        progress: 0,
+        attempts: 0,
+        max_retries: policy.max_retries,
+        retry_policy: policy,
+        history: [{ status: "PENDING", timestamp: at }],
+        payload
+      }
+      if (problems.length > 0) {
+        const error = `VALIDATION_ERROR: invalid payload: ${problems.join("; ")}`
+        const failed: Job = {
+          ...base,
+          status: "FAILED",
+          failed_at: at,
+          duration_seconds: 0,
+          error,
+          error_kind: "VALIDATION_ERROR",
+          error_details: { issues },
+          history: [...base.history, { status: "FAILED", timestamp: at, error }]
         }
-        const problems: Array<string> = []
-        const issues: Array<{ path: string; message: string }> = []
-        const decoded = Schema.decodeUnknownEither(jt.payload)(payload, { errors: "all" })
-        if (Either.isLeft(decoded)) {
-          problems.push(formatIssues(decoded.left))
-          issues.push(...issueList(decoded.left))
-        }
-        let policy: RetryPolicy = { max_retries: limits.max_retries, retry_on: limits.retry_on, no_retry_on: limits.no_retry_on }
-        if (policyInput !== undefined) {
-          const p = Schema.decodeUnknownEither(RetryPolicyInput)(policyInput, { errors: "all" })
-          if (Either.isLeft(p)) {
-            problems.push(formatIssues(p.left, "retry_policy"))
-            issues.push(...issueList(p.left, "retry_policy"))
-          } else policy = { ...policy, ...p.right }
-        }
-        const base: Job = {
-          job_id: newJobId(nowMs),
-          status: "PENDING",
-          job_type: type,
-          created_at: at,
-          progress: 0,
-          attempts: 0,
-          max_retries: policy.max_retries,
-          retry_policy: policy,
-          history: [{ status: "PENDING", timestamp: at }],
-          payload
-        }
-        if (problems.length > 0) {
-          const error = `VALIDATION_ERROR: invalid payload: ${problems.join("; ")}`
-          const failed: Job = {
-            ...base,
-            status: "FAILED",
-            failed_at: at,
-            duration_seconds: 0,
-            error,
-            error_kind: "VALIDATION_ERROR",
-            error_details: { issues },
-            history: [...base.history, { status: "FAILED", timestamp: at, error }]
-          }
-          return Effect.as(call(() => store.create(failed)), { _tag: "Invalid", job: failed } as const)
-        }
-        // One write for PENDING and QUEUED: the record is never left PENDING by a crash between them.
-        const queued: Job = { ...base, status: "QUEUED", scheduled_at: at, history: [...base.history, { status: "QUEUED", timestamp: at }] }
-        return Effect.as(call(() => accept(queued)), { _tag: "Accepted", job: base } as const)
-      })
+        return store.create(failed).then(() => ({ _tag: "Invalid", job: failed } as const))
+      }
+      // One write for PENDING and QUEUED: the record is never left PENDING by a crash between them.
+      const queued: Job = { ...base, status: "QUEUED", scheduled_at: at, history: [...base.history, { status: "QUEUED", timestamp: at }] }
+      return accept(queued).then(() => ({ _tag: "Accepted", job: base } as const))
+    }
+    const submit = (type: string, body: unknown) => call(() => submitNow(type, body))
 
     const cancel = (id: string): Effect.Effect<Cancelled, JobStoreUnavailable> =>
       call(async () => {
@@ -354,6 +359,7 @@ export const make = (opts: RuntimeOptions): Effect.Effect<JobsRuntimeShape, JobS
     return {
       settings,
       submit,
+      submitNow,
       get: (id) => call(() => store.get(id)),
       list: (q) => call(() => store.list(q)),
       cancel,
