@@ -19,6 +19,7 @@ import * as LogLevel from "effect/LogLevel"
 import * as ParseResult from "effect/ParseResult"
 import * as Runtime from "effect/Runtime"
 import * as http from "node:http"
+import * as net from "node:net"
 import { Readable } from "node:stream"
 import { defaultLimits, jsonDeeperThan, limitBody, type ListenerLimits, limitsFor, tooDeep } from "./Limits.ts"
 import type { ListenerInfo } from "./Plugin.ts"
@@ -331,4 +332,18 @@ export const serveListener = (
     const urlHost = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host.includes(":") ? `[${host}]` : host
     const info: ListenerInfo = { name, host, port: boundPort, url: `http://${urlHost}:${boundPort}` }
     return info
+  })
+
+/**
+ * A free TCP port on 127.0.0.1 (bound, then released), for a listener or helper process started
+ * with an explicit port. Rejects when no port can be bound.
+ */
+export const freePort = (): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const s = net.createServer()
+    s.once("error", reject)
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as net.AddressInfo).port
+      s.close(() => resolve(port))
+    })
   })

@@ -17,6 +17,7 @@ import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { ProxyAgent } from "undici"
+import { freePort } from "../../core/Listener.ts"
 import { checkConfig, haproxyConfig } from "./Haproxy.ts"
 import type { Profile } from "./Inventory.ts"
 import { ClusterError, type Device, type Driver, type FrontendSpec, type MutableDevice, type WorkerUp } from "./Model.ts"
@@ -30,17 +31,6 @@ export interface LocalOptions {
   /** The cluster API's own port, the "host" master and gateway pings reach. */
   readonly hostPort: () => number | undefined
 }
-
-/** A free TCP port on 127.0.0.1 (bound, then released). */
-export const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const s = net.createServer()
-    s.once("error", reject)
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as net.AddressInfo).port
-      s.close(() => resolve(port))
-    })
-  })
 
 /** Resolves the milliseconds a TCP connect to `port` took, or null when refused / over `timeoutMs`. */
 export const connectMs = (host: string, port: number, timeoutMs = 1000): Promise<number | null> =>

@@ -4,22 +4,15 @@
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
-import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { Redis } from "ioredis"
 import type { Job } from "../../../plugins/jobs/runtime/Job.ts"
 
-/** A free TCP port on 127.0.0.1 (bound then released). */
-export const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const s = net.createServer()
-    s.once("error", reject)
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as net.AddressInfo).port
-      s.close(() => resolve(port))
-    })
-  })
+import { freePort } from "../../../core/Listener.ts"
+
+/** A free TCP port on 127.0.0.1 (the kernel's; re-exported for the tests that import it from here). */
+export { freePort }
 
 /** A redis-server child on loopback, no persistence. `stop` kills it. */
 export interface TestRedis {
