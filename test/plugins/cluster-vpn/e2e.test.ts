@@ -13,7 +13,7 @@ import { type Fixture, serve } from "../../fixtures/pages-server.ts"
 import { type Socks5Fixture, socks5Server } from "../../fixtures/socks5-server.ts"
 import { remoteGeoResolver } from "../../../plugins/jobs/net/RemoteGeo.ts"
 import { jobsClient, tempDir } from "../jobs/support.ts"
-import { clusterClient, clusterYaml, waitUntil } from "./support.ts"
+import { clusterClient, clusterYaml, geoFetchGraph, waitUntil } from "./support.ts"
 
 let fx: Fixture
 let socks: Socks5Fixture
@@ -51,18 +51,6 @@ afterAll(async () => {
   await fx?.close()
 })
 
-const graph = (urls: Array<string>, geo: string) => ({
-  graph: `name: geo-fetch
-inputs:
-  - { name: urls, type: "url[]" }
-stages:
-  - name: acquire
-    sequential:
-      - { op: fetch_batch, input: urls, params: { geo: "${geo}", concurrency: 1 }, output: pages }
-outputs: [pages]
-`,
-  params: { urls }
-})
 /** Workers that carried the requests for paths starting with `prefix`. */
 const carriers = (prefix: string) => seen.filter((s) => s.path.startsWith(prefix)).map((s) => s.worker)
 
@@ -99,7 +87,7 @@ describe("cluster-vpn with the local driver", () => {
 
   it("a fetch-based graph with geo us:ca goes through the bank's workers round robin", async () => {
     const urls = Array.from({ length: 6 }, (_, i) => `${fx.url}/graph/${i}`)
-    const j = await api.waitFor((await api.submit("graph", graph(urls, "us:ca"))).body.job_id)
+    const j = await api.waitFor((await api.submit("graph", geoFetchGraph(urls, "us:ca"))).body.job_id)
     expect(j.status).toBe("COMPLETED")
     const workers = carriers("/graph/")
     expect(workers).toHaveLength(6)
@@ -146,7 +134,7 @@ describe("cluster-vpn with the local driver", () => {
     expect(bank.worker_assignments.find((a: { worker_number: number }) => a.worker_number === 2).vpn_status).toBe("down")
     expect((await cluster.call("GET", "/api/v1/cluster/health")).body).toMatchObject({ status: "healthy", bank_workers_up: 2, bank_workers_down: 1 })
     const urls = Array.from({ length: 4 }, (_, i) => `${fx.url}/after/${i}`)
-    expect((await api.waitFor((await api.submit("graph", graph(urls, "us:ca"))).body.job_id)).status).toBe("COMPLETED")
+    expect((await api.waitFor((await api.submit("graph", geoFetchGraph(urls, "us:ca"))).body.job_id)).status).toBe("COMPLETED")
     const workers = carriers("/after/")
     expect(workers).toHaveLength(4)
     expect(new Set(workers)).toEqual(new Set(["1", "3"]))
@@ -170,14 +158,14 @@ describe("cluster-vpn with the local driver", () => {
 
   it("geo tor goes through the Tor SOCKS5 proxy", async () => {
     const before = socks.connections.length
-    const j = await api.waitFor((await api.submit("graph", graph([`${fx.url}/tor/1`], "tor"))).body.job_id)
+    const j = await api.waitFor((await api.submit("graph", geoFetchGraph([`${fx.url}/tor/1`], "tor"))).body.job_id)
     expect(j.status).toBe("COMPLETED")
     expect(socks.connections.length).toBeGreaterThan(before)
     expect(carriers("/tor/")).toEqual([null])
   })
 
   it("a geo without a bank gets one from free workers (rule 4), reused from the cache (rule 5)", async () => {
-    const j = await api.waitFor((await api.submit("graph", graph([`${fx.url}/tx/1`, `${fx.url}/tx/2`], "us:tx"))).body.job_id)
+    const j = await api.waitFor((await api.submit("graph", geoFetchGraph([`${fx.url}/tx/1`, `${fx.url}/tx/2`], "us:tx"))).body.job_id)
     expect(j.status).toBe("COMPLETED")
     const bank = (await cluster.call("GET", "/api/v1/banks/geo-us-tx")).body
     expect(bank).toMatchObject({ geo: "us:tx", status: "active", workers: [4, 5] })

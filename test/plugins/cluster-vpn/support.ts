@@ -64,3 +64,17 @@ export const waitUntil = async <T>(read: () => Promise<T>, pred: (v: T) => boole
     await new Promise((r) => setTimeout(r, 50))
   }
 }
+
+/** The body of a `graph` job that fetches `urls` one at a time through the route of `geo`. */
+export const geoFetchGraph = (urls: Array<string>, geo: string) => ({
+  graph: `name: geo-fetch
+inputs:
+  - { name: urls, type: "url[]" }
+stages:
+  - name: acquire
+    sequential:
+      - { op: fetch_batch, input: urls, params: { geo: "${geo}", concurrency: 1 }, output: pages }
+outputs: [pages]
+`,
+  params: { urls }
+})

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ROOT, startPlatform } from "../../../core/Kernel.ts"
 import { type Fixture, serve } from "../../fixtures/pages-server.ts"
 import { jobsClient, startRedis, tempDir, type TestRedis } from "../jobs/support.ts"
-import { clusterClient, clusterYaml } from "./support.ts"
+import { clusterClient, clusterYaml, geoFetchGraph } from "./support.ts"
 
 let fx: Fixture
 let redis: TestRedis
@@ -38,16 +38,7 @@ describe("geo from the jobs worker thread (redis backend)", () => {
   it("resolves through the serving thread's router: a bank is created for the geo and carries the requests", async () => {
     const api = jobsClient(platform.url("jobs"))
     const urls = [0, 1, 2].map((i) => `${fx.url}/thread/${i}`)
-    const graph = `name: thread-geo
-inputs:
-  - { name: urls, type: "url[]" }
-stages:
-  - name: acquire
-    sequential:
-      - { op: fetch_batch, input: urls, params: { geo: "us:tx", concurrency: 1 }, output: pages }
-outputs: [pages]
-`
-    const j = await api.waitFor((await api.submit("graph", { graph, params: { urls } })).body.job_id)
+    const j = await api.waitFor((await api.submit("graph", geoFetchGraph(urls, "us:tx"))).body.job_id)
     expect(j.status, JSON.stringify(j.error ?? j)).toBe("COMPLETED")
     const carriers = seen.filter((s) => s.path.startsWith("/thread/")).map((s) => s.worker)
     expect(carriers).toHaveLength(3)
