@@ -280,8 +280,10 @@ describe("5. error bodies the SDK can read", () => {
 describe("6. retry hints", () => {
   it("busy: Retry-After from the running generation's remaining budget, jittered across refused clients", async () => {
     // A generation with a long budget (streamed and held open), then ten refused clients.
-    // Seed 0 with the end-of-sequence token banned runs for 800+ tokens on the fixture model.
-    const s = await openStream(base, "/v1/chat/completions", TOKEN, { messages: [{ role: "user", content: "go" }], stream: true, max_tokens: 4000, seed: 0, logit_bias: { "4": -100 } })
+    // Biased +100 towards one plain token (326, "a", in the fixture's vocabulary) it runs to
+    // max_tokens (4000 tokens, seconds) whatever the CPU's float rounding: a seed alone with
+    // EOS banned ran 800+ tokens on one machine and stopped after 191 on another.
+    const s = await openStream(base, "/v1/chat/completions", TOKEN, { messages: [{ role: "user", content: "go" }], stream: true, max_tokens: 4000, logit_bias: { "326": 100 } })
     try {
       const refused = await Promise.all(Array.from({ length: 10 }, () =>
         failure(client.chat.completions.create({ model: "model-linear", messages: [{ role: "user", content: "hi" }], max_tokens: 1 }))))
