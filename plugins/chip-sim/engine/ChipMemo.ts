@@ -10,7 +10,7 @@
  * results with the memo on and off over millions of half-cycles of Klaus Dormann's functional
  * test. The memo judges whether it pays and switches itself off for a while where it does not.
  */
-import { makeKey, MemoTable, SPAN_EVENT, type SettleRecord, type SpanRecord } from "./Memo.ts"
+import { makeKey, MemoTable, SettleMemo, SPAN_EVENT, type SpanRecord } from "./Memo.ts"
 import { DRV_PULLDOWN, DRV_PULLUP, type ChipTables } from "./Tables.ts"
 import { ChipSettle } from "./ChipSettle.ts"
 
@@ -24,12 +24,12 @@ export const MEMO_SEEN_MAX = 1 << 16
  * The memo judges itself over windows of this many settles: unless a quarter of them were
  * replayed or were states already seen (a loop longer than the memo has learnt so far), it
  * switches off, fingerprints included, for a back-off that doubles from 16384 settles up to
- * 2^21 each time a trial window fails, so a run that never repeats pays little: a trial records
- * every settle, at about 1.6x a plain settle's cost (functional test: 73,000 half-cycles per
- * CPU-second recording everything, 118,000 with the memo off), so the back-off's cap bounds that
- * overhead (2^18: the default ran 86,800-100,900 against memo off's 100,600-106,900 over 4M
- * half-cycles; 2^21: 100,400-105,200). The price: a run that turns repetitive after a long
- * stretch that was not waits up to 2^21 settles (about 1.4M half-cycles) for its next trial.
+ * 2^21 each time a trial window fails, so a run that never repeats pays little. A trial records
+ * every settle; with the records stored flat (SettleMemo) that costs little over a plain settle
+ * (functional test, first 2M half-cycles per CPU-second: 93,000 recording everything against
+ * 96,600 with the memo off; 65,200 when each record was its own objects), the rest being the
+ * kernel's notes. The price of the back-off: a run that turns repetitive after a long stretch
+ * that was not waits up to 2^21 settles (about 1.4M half-cycles) for its next trial.
  */
 const MEMO_WINDOW = 16384
 const MEMO_BACKOFF_MIN = 16384
@@ -68,7 +68,7 @@ export abstract class ChipMemo extends ChipSettle {
   /** Packed node levels (a view of the kernel's vbits), kept while the memo is on. */
   private readonly levels: Uint32Array
   /** Recorded settles (see halfStep) and spans (see runHalfCycles); see Memo.ts. */
-  private readonly settles = new MemoTable<SettleRecord>(MEMO_ENTRIES_MAX)
+  private readonly settles: SettleMemo
   private readonly spans = new MemoTable<SpanRecord>(MACRO_ENTRIES_MAX)
   private readonly seen = new Set<number>()
   private recStamp: Int32Array
@@ -112,6 +112,7 @@ export abstract class ChipMemo extends ChipSettle {
     const L = this.kernel.layout
     const buf = this.kernel.memory.buffer
     this.levels = new Uint32Array(buf, L.vbits, (nn + 31) >> 5)
+    this.settles = new SettleMemo(this.levels.length, nn, MEMO_ENTRIES_MAX)
     this.recStamp = new Int32Array(buf, L.recStamp, nn)
     this.macroStamp = new Int32Array(buf, L.macroStamp, nn)
     this.macroOrig = new Uint8Array(buf, L.macroOrig, nn)
@@ -456,12 +457,14 @@ export abstract class ChipMemo extends ChipSettle {
     const event = pin + 1
     // A small-integer map key (30 bits); the record's full key decides.
     const hash = (this.h1 ^ Math.imul(event + 1, 0x9e3779b1)) & 0x3fffffff
-    const hit = this.settles.find(hash, this.levels, this.pinPulls, event)
-    if (hit !== undefined) {
+    const memo = this.settles
+    const hit = memo.find(hash, this.levels, this.pinPulls, event)
+    if (hit >= 0) {
       this.memoHits++
       this.memoWindowHits++
-      this.toggleAll(hit.nodes)
-      this.h1 = hit.h1
+      const arena = memo.foundArena
+      this.toggleFrom(arena, memo.flipsAt(hit), SettleMemo.flipCount(arena, hit))
+      this.h1 = SettleMemo.h1(arena, hit)
       return
     }
     this.memoMisses++
@@ -472,12 +475,22 @@ export abstract class ChipMemo extends ChipSettle {
       if (this.seen.size >= MEMO_SEEN_MAX) this.seen.clear()
       this.seen.add(hash)
     }
-    const key = makeKey(this.levels, this.pinPulls, event)
+    const at = memo.begin(this.levels, this.pinPulls, event)
     this.startRecording()
     this.settleFrom(pin)
     this.recording = false
-    const nodes = this.netFlips(this.recNodes, this.recCount, this.recNodeWas, true)
-    this.settles.set(hash, { key, nodes, h1: this.h1 })
+    // The net flips, in the order first changed, straight into the record.
+    const arena = memo.arena()
+    const value = this.value
+    const nodes = this.recNodes
+    const was = this.recNodeWas
+    let w = memo.flipsAt(at)
+    const first = w
+    for (let i = 0; i < this.recCount; i++) {
+      const n = nodes[i]!
+      if (value[n] !== was[i]) arena[w++] = n
+    }
+    memo.commit(hash, at, w - first, this.h1)
   }
 
   /** Settles from `pin` (>= 0) or from the data bus (already driven). */
@@ -507,9 +520,14 @@ export abstract class ChipMemo extends ChipSettle {
    * state is consistent, which the memo requires): the net flips of a recorded settle or span.
    */
   private toggleAll(nodes: Uint16Array): void {
+    this.toggleFrom(nodes, 0, nodes.length)
+  }
+
+  /** toggleAll of the `count` node ids from `nodes[from]`. */
+  private toggleFrom(nodes: Uint16Array | Uint32Array, from: number, count: number): void {
     const value = this.value
     if (this.macroRec) {
-      for (let i = 0; i < nodes.length; i++) {
+      for (let i = from; i < from + count; i++) {
         const n = nodes[i]!
         if (this.macroStamp[n] === this.macroGen) continue
         this.macroStamp[n] = this.macroGen
@@ -518,7 +536,8 @@ export abstract class ChipMemo extends ChipSettle {
       }
     }
     this.transStale = true
-    this.scratch.set(nodes)
-    this.kernel.toggle(this.kernel.layout.scratch, nodes.length)
+    const scratch = this.scratch
+    for (let i = 0; i < count; i++) scratch[i] = nodes[from + i]!
+    this.kernel.toggle(this.kernel.layout.scratch, count)
   }
 }

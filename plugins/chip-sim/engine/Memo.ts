@@ -21,17 +21,6 @@ export const KEY_EVENT = 1
 export const SPAN_EVENT = 0xffffffff
 
 /**
- * A recorded settle: its full key, the nodes whose level it flipped (net: each node flipped an
- * odd number of times, once), and the fingerprint after it. Transistor flips are not stored:
- * in a consistent state they follow the flipped nodes' gates, so a replay re-derives them.
- */
-export interface SettleRecord {
-  readonly key: Uint32Array
-  readonly nodes: Uint16Array
-  readonly h1: number
-}
-
-/**
  * A recorded span of half-cycles (Chip.runHalfCycles): its full key at the start, the bus events
  * in order as triples (kind 0 read, 1 write, 2 opcode-fetch row; address; byte), the net node
  * flips, the driven pins' pulls at the end and the fingerprint after it.
@@ -102,5 +91,205 @@ export class MemoTable<R extends { readonly key: Uint32Array }> {
   clear(): void {
     this.current.clear()
     this.previous.clear()
+  }
+}
+
+/** Words of a settle record ahead of its key: the fingerprint after it, its flip count. */
+const REC_H1 = 0
+const REC_FLIPS = 1
+const REC_HEAD = 2
+
+/**
+ * One generation of SettleMemo: records stored one after another in `arena`, found through an
+ * open-addressed table of fingerprints (`slotHash`) and record offsets plus one (`slotAt`, 0:
+ * empty).
+ */
+interface SettleGeneration {
+  readonly slotHash: Int32Array
+  readonly slotAt: Int32Array
+  readonly arena: Uint32Array
+  used: number
+  count: number
+}
+
+/**
+ * The recorded settles of a chip: for each, its full key (packed node levels, driven pins'
+ * pulls, event), the nodes whose level it flipped (net: each node flipped an odd number of
+ * times, once) and the fingerprint after it. Transistor flips are not stored: in a consistent
+ * state they follow the flipped nodes' gates, so a replay re-derives them.
+ *
+ * Stored flat in two generations of preallocated words (no object per record, so nothing for
+ * the garbage collector to trace or promote; about half a kilobyte a record on the 6502): when
+ * the current generation holds `max` records, or has no room for one more, it becomes the
+ * previous one and the one before is emptied for reuse. A record found in the previous
+ * generation is copied back into the current one while there is room. One record per
+ * fingerprint and generation; a lookup compares the full key word for word, so a fingerprint
+ * collision is a miss, never a wrong replay.
+ *
+ * Recording is two calls around the settle: `begin` copies the key of the state before it,
+ * the caller writes the flips at `flipsAt(at)`, then `commit` files the record.
+ */
+export class SettleMemo {
+  /** Words of a key: the packed levels, then KEY_PULLS and KEY_EVENT. */
+  private readonly keyWords: number
+  private readonly mask: number
+  private readonly slots: number
+  /** Words of a generation's arena. */
+  private readonly words: number
+  /** Both generations until the first record (see the constructor). */
+  private static readonly empty: SettleGeneration = { slotHash: new Int32Array(0), slotAt: new Int32Array(0), arena: new Uint32Array(0), used: 0, count: 0 }
+  private current: SettleGeneration
+  private previous: SettleGeneration
+
+  /**
+   * @param levelWords words of packed node levels (nodes / 32, rounded up)
+   * @param nodeCount the most flips one record can hold
+   * @param max records per generation
+   */
+  constructor(readonly levelWords: number, readonly nodeCount: number, readonly max: number) {
+    this.keyWords = levelWords + 2
+    let slots = 1
+    while (slots < 2 * max) slots *= 2
+    this.mask = slots - 1
+    // Room for `max` records of the key and, on average, a tenth of the nodes flipped (the
+    // functional test's records average 165 words: a 58-word key and head, 107 flips); a
+    // generation that runs out of words rotates early, and begin always leaves room for one
+    // record flipping every node. Allocated at the first record: a chip with the memo off
+    // never pays for it (about 7 MB a generation on the 6502).
+    this.words = max * (REC_HEAD + this.keyWords + Math.ceil(nodeCount / 10)) + REC_HEAD + this.keyWords + nodeCount
+    this.slots = slots
+    this.current = SettleMemo.empty
+    this.previous = SettleMemo.empty
+    this.foundArena = this.current.arena
+  }
+
+  private generation(): SettleGeneration {
+    return { slotHash: new Int32Array(this.slots), slotAt: new Int32Array(this.slots), arena: new Uint32Array(this.words), used: 0, count: 0 }
+  }
+
+  /** The arena of the record the last successful find returned (current or previous generation). */
+  foundArena: Uint32Array
+
+  /** Fingerprint after the settle of the record at `at` of `arena`. */
+  static h1(arena: Uint32Array, at: number): number {
+    return arena[at + REC_H1]! | 0
+  }
+
+  /** Number of node flips of the record at `at` of `arena`. */
+  static flipCount(arena: Uint32Array, at: number): number {
+    return arena[at + REC_FLIPS]!
+  }
+
+  /** Offset of the first node flip of the record at `at` (in the arena holding it). */
+  flipsAt(at: number): number {
+    return at + REC_HEAD + this.keyWords
+  }
+
+  /** The current generation's arena, where begin's record is written. */
+  arena(): Uint32Array {
+    return this.current.arena
+  }
+
+  /**
+   * Offset of the record under `hash` whose key is exactly (`levels`, `pulls`, `event`), or -1;
+   * its arena is then `foundArena`. A record of the previous generation is copied into the
+   * current one when that has room without rotating (rotating would empty the generation the
+   * record is in); otherwise it is replayed from where it is.
+   */
+  find(hash: number, levels: Uint32Array, pulls: number, event: number): number {
+    const cur = this.current
+    if (cur.count === 0 && this.previous.count === 0) return -1
+    const at = this.lookup(cur, hash, levels, pulls, event)
+    if (at >= 0) {
+      this.foundArena = cur.arena
+      return at
+    }
+    const prev = this.previous
+    const old = this.lookup(prev, hash, levels, pulls, event)
+    if (old < 0) return -1
+    const words = REC_HEAD + this.keyWords + prev.arena[old + REC_FLIPS]!
+    if (cur.count >= this.max || cur.used + words + REC_HEAD + this.keyWords + this.nodeCount > cur.arena.length) {
+      this.foundArena = prev.arena
+      return old
+    }
+    const moved = cur.used
+    cur.arena.set(prev.arena.subarray(old, old + words), moved)
+    cur.used += words
+    this.file(cur, hash, moved)
+    this.foundArena = cur.arena
+    return moved
+  }
+
+  /**
+   * Starts a record of the present key (`levels`, `pulls`, `event`, the state before the settle)
+   * in the current generation, rotating first when it is full; returns its offset. The record
+   * is not found until committed.
+   */
+  begin(levels: Uint32Array, pulls: number, event: number): number {
+    if (this.current === SettleMemo.empty) {
+      this.current = this.generation()
+      this.previous = this.generation()
+    }
+    let cur = this.current
+    if (cur.count >= this.max || cur.used + REC_HEAD + this.keyWords + this.nodeCount > cur.arena.length) {
+      const emptied = this.previous
+      emptied.slotAt.fill(0)
+      emptied.used = 0
+      emptied.count = 0
+      this.previous = cur
+      this.current = cur = emptied
+    }
+    const at = cur.used
+    const a = cur.arena
+    const k = at + REC_HEAD
+    a.set(levels, k)
+    a[k + this.levelWords + KEY_PULLS] = pulls
+    a[k + this.levelWords + KEY_EVENT] = event
+    return at
+  }
+
+  /** Files the record begun at `at` under `hash`: `flips` node ids written at flipsAt(at), and the fingerprint after. */
+  commit(hash: number, at: number, flips: number, h1: number): void {
+    const cur = this.current
+    cur.arena[at + REC_H1] = h1
+    cur.arena[at + REC_FLIPS] = flips
+    cur.used = at + REC_HEAD + this.keyWords + flips
+    this.file(cur, hash, at)
+  }
+
+  /** Empties both generations. */
+  clear(): void {
+    for (const g of [this.current, this.previous]) {
+      g.slotAt.fill(0)
+      g.used = 0
+      g.count = 0
+    }
+  }
+
+  /** Puts record `at` under `hash` in generation `g`, replacing one under the same hash. */
+  private file(g: SettleGeneration, hash: number, at: number): void {
+    let i = hash & this.mask
+    while (g.slotAt[i] !== 0 && g.slotHash[i] !== hash) i = (i + 1) & this.mask
+    if (g.slotAt[i] === 0) g.count++
+    g.slotHash[i] = hash
+    g.slotAt[i] = at + 1
+  }
+
+  private lookup(g: SettleGeneration, hash: number, levels: Uint32Array, pulls: number, event: number): number {
+    let i = hash & this.mask
+    for (;;) {
+      const slot = g.slotAt[i]!
+      if (slot === 0) return -1
+      if (g.slotHash[i] === hash) {
+        const at = slot - 1
+        const a = g.arena
+        const k = at + REC_HEAD
+        const n = this.levelWords
+        if (a[k + n + KEY_EVENT] !== event >>> 0 || a[k + n + KEY_PULLS] !== pulls >>> 0) return -1
+        for (let w = 0; w < n; w++) if (a[k + w] !== levels[w]) return -1
+        return at
+      }
+      i = (i + 1) & this.mask
+    }
   }
 }
