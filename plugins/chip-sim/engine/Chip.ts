@@ -26,7 +26,7 @@ import { ChipMemo, type ChipMemoOptions } from "./ChipMemo.ts"
 import type { ChipTables } from "./Tables.ts"
 
 export { MAX_SETTLE_PASSES } from "./ChipSettle.ts"
-export { MACRO_ENTRIES_MAX, MACRO_HALF_CYCLES, MEMO_ENTRIES_MAX, MEMO_SEEN_MAX } from "./ChipMemo.ts"
+export { MACRO_ENTRIES_MAX, MACRO_HALF_CYCLES, MEMO_ENTRIES_MAX } from "./ChipMemo.ts"
 export { DRV_GND, DRV_PULLDOWN, DRV_PULLUP, DRV_VCC, makeTables, type ChipTables, type PinIds } from "./Tables.ts"
 
 /** The four arrays that are the whole electrical state of the chip. */

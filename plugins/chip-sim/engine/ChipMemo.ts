@@ -15,16 +15,14 @@ import { DRV_PULLDOWN, DRV_PULLUP, type ChipTables } from "./Tables.ts"
 import { ChipSettle } from "./ChipSettle.ts"
 
 /**
- * Bounds of the half-cycle memo: recorded settles per generation (two generations are kept,
- * a few hundred bytes each), and fingerprints remembered as seen once.
+ * Bound of the half-cycle memo: recorded settles per generation (two generations are kept,
+ * a few hundred bytes a record; see SettleMemo).
  */
 export const MEMO_ENTRIES_MAX = 8192
-export const MEMO_SEEN_MAX = 1 << 16
 /**
- * The memo judges itself over windows of this many settles: unless a quarter of them were
- * replayed or were states already seen (a loop longer than the memo has learnt so far), it
- * switches off, fingerprints included, for a back-off that doubles from 16384 settles up to
- * 2^21 each time a trial window fails, so a run that never repeats pays little. A trial records
+ * The memo judges itself over windows of this many settles: unless half of them were
+ * replayed, it switches off, fingerprints included, for a back-off that doubles from 16384
+ * settles up to 2^21 each time a trial window fails, so a run that never repeats pays little. A trial records
  * every settle; with the records stored flat (SettleMemo) that costs little over a plain settle
  * (functional test, first 2M half-cycles per CPU-second: 93,000 recording everything against
  * 96,600 with the memo off; 65,200 when each record was its own objects), the rest being the
@@ -70,7 +68,6 @@ export abstract class ChipMemo extends ChipSettle {
   /** Recorded settles (see halfStep) and spans (see runHalfCycles); see Memo.ts. */
   private readonly settles: SettleMemo
   private readonly spans = new MemoTable<SpanRecord>(MACRO_ENTRIES_MAX)
-  private readonly seen = new Set<number>()
   private recStamp: Int32Array
   /** Nodes changed by the settle being recorded (each once, by recStamp) and their level before. */
   private recNodes: Int32Array
@@ -98,7 +95,6 @@ export abstract class ChipMemo extends ChipSettle {
   private readonly memoAdaptive: boolean
   private memoWindow = 0
   private memoWindowHits = 0
-  private memoWindowRepeats = 0
   private memoCooldown = 0
   private memoBackoff = MEMO_BACKOFF_MIN
 
@@ -129,13 +125,11 @@ export abstract class ChipMemo extends ChipSettle {
   memoReset(): void {
     this.settles.clear()
     this.spans.clear()
-    this.seen.clear()
     this.macroRec = false
     this.memoActive = this.memoEnabled && this.memoUsable()
     this.memoBackoff = MEMO_BACKOFF_MIN
     this.memoWindow = 0
     this.memoWindowHits = 0
-    this.memoWindowRepeats = 0
     this.fingerprint()
   }
 
@@ -433,7 +427,6 @@ export abstract class ChipMemo extends ChipSettle {
         this.fingerprint()
         this.memoWindow = 0
         this.memoWindowHits = 0
-        this.memoWindowRepeats = 0
       }
       this.settleFrom(pin)
       return
@@ -442,7 +435,6 @@ export abstract class ChipMemo extends ChipSettle {
       const poor = this.memoWindowHits * 2 < this.memoWindow
       this.memoWindow = 0
       this.memoWindowHits = 0
-      this.memoWindowRepeats = 0
       if (poor) {
         // Off from here: the fingerprint is no longer kept, so nothing below may be recorded.
         this.memoActive = false
@@ -468,13 +460,7 @@ export abstract class ChipMemo extends ChipSettle {
       return
     }
     this.memoMisses++
-    // Recorded at first sight: a loop then replays from its second turn. The seen set only
-    // tells the self-assessment whether misses are states coming round again.
-    if (this.seen.has(hash)) this.memoWindowRepeats++
-    else {
-      if (this.seen.size >= MEMO_SEEN_MAX) this.seen.clear()
-      this.seen.add(hash)
-    }
+    // Recorded at first sight: a loop then replays from its second turn.
     const at = memo.begin(this.levels, this.pinPulls, event)
     this.startRecording()
     this.settleFrom(pin)
