@@ -506,24 +506,31 @@ export abstract class ChipMemo extends ChipSettle {
    * state is consistent, which the memo requires): the net flips of a recorded settle or span.
    */
   private toggleAll(nodes: Uint16Array): void {
-    this.toggleFrom(nodes, 0, nodes.length)
+    this.noteMacroNodes(nodes, 0, nodes.length)
+    this.transStale = true
+    this.scratch.set(nodes)
+    this.kernel.toggle(this.kernel.layout.scratch, nodes.length)
   }
 
-  /** toggleAll of the `count` node ids from `nodes[from]`. */
-  private toggleFrom(nodes: Uint16Array | Uint32Array, from: number, count: number): void {
-    const value = this.value
-    if (this.macroRec) {
-      for (let i = from; i < from + count; i++) {
-        const n = nodes[i]!
-        if (this.macroStamp[n] === this.macroGen) continue
-        this.macroStamp[n] = this.macroGen
-        this.macroOrig[n] = value[n]!
-        this.macroNodes[this.macroNodeCount++] = n
-      }
-    }
+  /** toggleAll of the `count` node ids from `arena[from]` (a SettleMemo record's flips). */
+  private toggleFrom(arena: Int32Array, from: number, count: number): void {
+    this.noteMacroNodes(arena, from, count)
     this.transStale = true
-    const scratch = this.scratch
-    for (let i = 0; i < count; i++) scratch[i] = nodes[from + i]!
+    // one copy in native code (same element type) into the kernel's scratch
+    this.scratch.set(arena.subarray(from, from + count))
     this.kernel.toggle(this.kernel.layout.scratch, count)
+  }
+
+  /** Adds the nodes about to flip to the span being recorded, each with its level before. */
+  private noteMacroNodes(nodes: ArrayLike<number>, from: number, count: number): void {
+    if (!this.macroRec) return
+    const value = this.value
+    for (let i = from; i < from + count; i++) {
+      const n = nodes[i]!
+      if (this.macroStamp[n] === this.macroGen) continue
+      this.macroStamp[n] = this.macroGen
+      this.macroOrig[n] = value[n]!
+      this.macroNodes[this.macroNodeCount++] = n
+    }
   }
 }

@@ -107,7 +107,7 @@ const REC_HEAD = 2
 interface SettleGeneration {
   readonly slotHash: Int32Array
   readonly slotAt: Int32Array
-  readonly arena: Uint32Array
+  readonly arena: Int32Array
   used: number
   count: number
 }
@@ -137,7 +137,7 @@ export class SettleMemo {
   /** Words of a generation's arena. */
   private readonly words: number
   /** Both generations until the first record (see the constructor). */
-  private static readonly empty: SettleGeneration = { slotHash: new Int32Array(0), slotAt: new Int32Array(0), arena: new Uint32Array(0), used: 0, count: 0 }
+  private static readonly empty: SettleGeneration = { slotHash: new Int32Array(0), slotAt: new Int32Array(0), arena: new Int32Array(0), used: 0, count: 0 }
   private current: SettleGeneration
   private previous: SettleGeneration
 
@@ -164,19 +164,19 @@ export class SettleMemo {
   }
 
   private generation(): SettleGeneration {
-    return { slotHash: new Int32Array(this.slots), slotAt: new Int32Array(this.slots), arena: new Uint32Array(this.words), used: 0, count: 0 }
+    return { slotHash: new Int32Array(this.slots), slotAt: new Int32Array(this.slots), arena: new Int32Array(this.words), used: 0, count: 0 }
   }
 
   /** The arena of the record the last successful find returned (current or previous generation). */
-  foundArena: Uint32Array
+  foundArena: Int32Array
 
   /** Fingerprint after the settle of the record at `at` of `arena`. */
-  static h1(arena: Uint32Array, at: number): number {
-    return arena[at + REC_H1]! | 0
+  static h1(arena: Int32Array, at: number): number {
+    return arena[at + REC_H1]!
   }
 
   /** Number of node flips of the record at `at` of `arena`. */
-  static flipCount(arena: Uint32Array, at: number): number {
+  static flipCount(arena: Int32Array, at: number): number {
     return arena[at + REC_FLIPS]!
   }
 
@@ -186,7 +186,7 @@ export class SettleMemo {
   }
 
   /** The current generation's arena, where begin's record is written. */
-  arena(): Uint32Array {
+  arena(): Int32Array {
     return this.current.arena
   }
 
@@ -285,8 +285,9 @@ export class SettleMemo {
         const a = g.arena
         const k = at + REC_HEAD
         const n = this.levelWords
-        if (a[k + n + KEY_EVENT] !== event >>> 0 || a[k + n + KEY_PULLS] !== pulls >>> 0) return -1
-        for (let w = 0; w < n; w++) if (a[k + w] !== levels[w]) return -1
+        // Int32 words against the Uint32 levels: compared as int32 (`| 0`)
+        if (a[k + n + KEY_EVENT] !== (event | 0) || a[k + n + KEY_PULLS] !== (pulls | 0)) return -1
+        for (let w = 0; w < n; w++) if (a[k + w] !== (levels[w]! | 0)) return -1
         return at
       }
       i = (i + 1) & this.mask

@@ -28,7 +28,7 @@ describe("SettleMemo", () => {
         const memo = new SettleMemo(2, 40, max)
         const truth = new Map<string, { flips: Array<number>; h1: number }>()
         for (const { key: [lo, pulls, event], write } of ops) {
-          const levels = Uint32Array.of(lo, lo * 3)
+          const levels = Uint32Array.of(lo, lo * 3 + (lo > 4 ? 0x80000000 : 0))
           const name = `${lo}/${pulls}/${event}`
           const hash = (lo + pulls + event) % 3
           // A settle is a function of its key: the same key always records the same flips.
