@@ -22,11 +22,11 @@ export const MEMO_ENTRIES_MAX = 8192
 /**
  * The memo judges itself over windows of this many settles: unless half of them were
  * replayed, it switches off, fingerprints included, for a back-off that doubles from 16384
- * settles up to 2^21 each time a trial window fails, so a run that never repeats pays little. A trial records
- * every settle; with the records stored flat (SettleMemo) that costs little over a plain settle
- * (functional test, first 2M half-cycles per CPU-second: 93,000 recording everything against
- * 96,600 with the memo off; 65,200 when each record was its own objects), the rest being the
- * kernel's notes. The price of the back-off: a run that turns repetitive after a long stretch
+ * settles up to 2^21 each time a trial window fails, so a run that never repeats pays little.
+ * A trial records every settle; with the records stored flat (SettleMemo) that costs little
+ * over a plain settle (functional test, first 2M half-cycles per CPU-second: 93,000 recording
+ * everything against 96,600 with the memo off; 65,200 when each record was its own objects),
+ * the rest being the kernel's notes. The price of the back-off: a run that turns repetitive after a long stretch
  * that was not waits up to 2^21 settles (about 1.4M half-cycles) for its next trial.
  */
 const MEMO_WINDOW = 16384
@@ -316,7 +316,7 @@ export abstract class ChipMemo extends ChipSettle {
     this.spans.set(this.macroHash, {
       key: this.macroKey,
       events: this.macroEvents.slice(0, this.macroEventCount),
-      nodes: this.netFlips(this.macroNodes, this.macroNodeCount, this.macroOrig, false),
+      nodes: this.netFlips(this.macroNodes, this.macroNodeCount, this.macroOrig),
       pulls: this.pinPulls,
       h1: this.h1
     })
@@ -337,24 +337,25 @@ export abstract class ChipMemo extends ChipSettle {
   }
 
   /**
-   * The nodes among the first `count` of `nodes` whose level now differs from `was` (indexed by
-   * node, or by position when `byPosition`), as a new array.
+   * The nodes among the first `count` of `nodes` whose level now differs from `was[node]`, as a
+   * new array (a span's net flips; a settle's are written straight into its SettleMemo record).
    */
-  private netFlips(nodes: Int32Array, count: number, was: Uint8Array, byPosition: boolean): Uint16Array {
+  private netFlips(nodes: Int32Array, count: number, was: Uint8Array): Uint16Array {
     const value = this.value
     let flipped = 0
     for (let i = 0; i < count; i++) {
       const n = nodes[i]!
-      if (value[n] !== was[byPosition ? i : n]) flipped++
+      if (value[n] !== was[n]) flipped++
     }
     const out = new Uint16Array(flipped)
     let k = 0
     for (let i = 0; i < count; i++) {
       const n = nodes[i]!
-      if (value[n] !== was[byPosition ? i : n]) out[k++] = n
+      if (value[n] !== was[n]) out[k++] = n
     }
     return out
   }
+
 
   /**
    * Replays a span if its reads hold and it fetches nothing at `stopPc`: returns the last fetch

@@ -120,9 +120,8 @@ interface SettleGeneration {
  *
  * Stored flat in two generations of preallocated words (no object per record, so nothing for
  * the garbage collector to trace or promote; 660 bytes a record on average over the functional
- * test): when
- * the current generation holds `max` records, or has no room for one more, it becomes the
- * previous one and the one before is emptied for reuse. A record found in the previous
+ * test): when the current generation holds `max` records, or has no room for one more, it
+ * becomes the previous one and the one before is emptied for reuse. A record found in the previous
  * generation is copied back into the current one while there is room. One record per
  * fingerprint and generation; a lookup compares the full key word for word, so a fingerprint
  * collision is a miss, never a wrong replay.
@@ -259,6 +258,8 @@ export class SettleMemo {
 
   /** Empties both generations. */
   clear(): void {
+    // (before the first record both are the shared empty generation, which stays as it is)
+    if (this.current === SettleMemo.empty) return
     for (const g of [this.current, this.previous]) {
       g.slotAt.fill(0)
       g.used = 0
