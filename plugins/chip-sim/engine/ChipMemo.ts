@@ -26,8 +26,9 @@ export const MEMO_ENTRIES_MAX = 8192
  * A trial records every settle; with the records stored flat (SettleMemo) that costs little
  * over a plain settle (functional test, first 2M half-cycles per CPU-second: 93,000 recording
  * everything against 96,600 with the memo off; 65,200 when each record was its own objects),
- * the rest being the kernel's notes. The price of the back-off: a run that turns repetitive after a long stretch
- * that was not waits up to 2^21 settles (about 1.4M half-cycles) for its next trial.
+ * the rest being the kernel's notes. The price of the back-off: a run that turns repetitive
+ * after a long stretch that was not waits up to 2^21 settles (about 1.4M half-cycles) for its
+ * next trial.
  */
 const MEMO_WINDOW = 16384
 const MEMO_BACKOFF_MIN = 16384
@@ -355,7 +356,6 @@ export abstract class ChipMemo extends ChipSettle {
     }
     return out
   }
-
 
   /**
    * Replays a span if its reads hold and it fetches nothing at `stopPc`: returns the last fetch

@@ -157,7 +157,7 @@ export class SettleMemo {
     // functional test's records average 165 words: a 58-word key and head, 107 flips); a
     // generation that runs out of words rotates early, and begin always leaves room for one
     // record flipping every node. Allocated at the first record: a chip with the memo off
-    // never pays for it (about 7 MB a generation on the 6502).
+    // never pays for it (about 7.7 MB a generation on the 6502: 8,192 records of 231 words).
     this.words = max * (REC_HEAD + this.keyWords + Math.ceil(nodeCount / 10)) + REC_HEAD + this.keyWords + nodeCount
     this.slots = slots
     this.current = SettleMemo.empty
@@ -207,7 +207,7 @@ export class SettleMemo {
     const old = this.lookup(prev, hash, levels, pulls, event)
     if (old < 0) return -1
     const words = REC_HEAD + this.keyWords + prev.arena[old + REC_FLIPS]!
-    if (cur.count >= this.max || cur.used + words + REC_HEAD + this.keyWords + this.nodeCount > cur.arena.length) {
+    if (!this.hasRoom(cur, words)) {
       this.foundArena = prev.arena
       return old
     }
@@ -230,11 +230,9 @@ export class SettleMemo {
       this.previous = this.generation()
     }
     let cur = this.current
-    if (cur.count >= this.max || cur.used + REC_HEAD + this.keyWords + this.nodeCount > cur.arena.length) {
+    if (!this.hasRoom(cur, 0)) {
       const emptied = this.previous
-      emptied.slotAt.fill(0)
-      emptied.used = 0
-      emptied.count = 0
+      SettleMemo.vacate(emptied)
       this.previous = cur
       this.current = cur = emptied
     }
@@ -260,11 +258,23 @@ export class SettleMemo {
   clear(): void {
     // (before the first record both are the shared empty generation, which stays as it is)
     if (this.current === SettleMemo.empty) return
-    for (const g of [this.current, this.previous]) {
-      g.slotAt.fill(0)
-      g.used = 0
-      g.count = 0
-    }
+    SettleMemo.vacate(this.current)
+    SettleMemo.vacate(this.previous)
+  }
+
+  /**
+   * Whether generation `g` takes `words` more words and still has room for one more record of
+   * any size (begin's guarantee: a settle may flip every node) without rotating.
+   */
+  private hasRoom(g: SettleGeneration, words: number): boolean {
+    return g.count < this.max && g.used + words + REC_HEAD + this.keyWords + this.nodeCount <= g.arena.length
+  }
+
+  /** Empties generation `g` for reuse (its arena is overwritten, not cleared). */
+  private static vacate(g: SettleGeneration): void {
+    g.slotAt.fill(0)
+    g.used = 0
+    g.count = 0
   }
 
   /** Puts record `at` under `hash` in generation `g`, replacing one under the same hash. */
